@@ -1,0 +1,276 @@
+{{- /*
+Shared helpers. Every helper builds data (dicts and lists) and hands it back as
+JSON, which the caller reads with fromJson; the one YAML text is written by
+appwrapper.yaml with toYaml. No settings string is ever spliced into YAML text.
+
+Most helpers take the render context built in appwrapper.yaml:
+  .Values        the settings
+  .customLabels  the customLabels as a map
+  .storage       the volumes and their mounts, in pod order (torchwrap.storage)
+*/ -}}
+
+{{- /* torchwrap.customLabels: the customLabels list as a map of label keys to values. */ -}}
+{{- define "torchwrap.customLabels" -}}
+{{- $labels := dict -}}
+{{- range .customLabels -}}
+{{- $_ := set $labels .key .value -}}
+{{- end -}}
+{{- toJson $labels -}}
+{{- end -}}
+
+{{- /*
+torchwrap.storage: every volume of the pod with its mount in the training
+container, in pod order. Each entry: volume, mount, what (for messages), and the
+settings keys its name and mount path come from (empty when the generator fixes
+them). Used to build the pod and to check for clashes.
+*/ -}}
+{{- define "torchwrap.storage" -}}
+{{- $entries := list -}}
+{{- with .topologyFileConfigMap -}}
+{{- $entries = append $entries (dict
+    "what" "the topology file volume (topologyFileConfigMap)"
+    "volume" (dict "name" "topology-volume" "configMap" (dict "name" .))
+    "mount" (dict "name" "topology-volume" "mountPath" "/var/run/nvidia-topologyd")) -}}
+{{- end -}}
+{{- with .mountNVMe -}}
+{{- $claim := dict
+    "storageClassName" "odf-lvm-vg1"
+    "volumeMode" "Filesystem"
+    "accessModes" (list "ReadWriteOnce")
+    "resources" (dict "requests" (dict "storage" .storage)) -}}
+{{- $entries = append $entries (dict
+    "what" "the NVMe scratch volume (mountNVMe)"
+    "pathKey" (ternary "mountNVMe.mountPath" "" (not (empty .mountPath)))
+    "volume" (dict "name" "ephemeral-odf-lvm-vg1" "ephemeral" (dict "volumeClaimTemplate" (dict "spec" $claim)))
+    "mount" (dict "name" "ephemeral-odf-lvm-vg1" "mountPath" (.mountPath | default "/workspace/scratch-nvme"))) -}}
+{{- end -}}
+{{- range $i, $volume := .volumes -}}
+{{- $entries = append $entries (dict
+    "what" (printf "volumes[%d]" $i)
+    "nameKey" (printf "volumes[%d].name" $i)
+    "pathKey" (printf "volumes[%d].mountPath" $i)
+    "volume" (dict "name" $volume.name "persistentVolumeClaim" (dict "claimName" $volume.claimName))
+    "mount" (dict "name" $volume.name "mountPath" $volume.mountPath)) -}}
+{{- end -}}
+{{- with .sshGitCloneConfig -}}
+{{- $entries = append $entries (dict
+    "what" "the ssh deploy key volume (sshGitCloneConfig.secretName)"
+    "pathKey" (ternary "sshGitCloneConfig.secretMountPath" "" (not (empty .secretMountPath)))
+    "volume" (dict "name" "private-ssh-git-deploy-key" "secret" (dict "secretName" .secretName "optional" false))
+    "mount" (dict "name" "private-ssh-git-deploy-key" "mountPath" (include "torchwrap.sshKeyPath" .) "readOnly" true)) -}}
+{{- $entries = append $entries (dict
+    "what" "the ssh known hosts volume (sshGitCloneConfig.configMapName)"
+    "pathKey" (ternary "sshGitCloneConfig.configMapMountPath" "" (not (empty .configMapMountPath)))
+    "volume" (dict "name" "github-known-hosts" "configMap" (dict "name" .configMapName))
+    "mount" (dict "name" "github-known-hosts" "mountPath" (include "torchwrap.sshHostsPath" .))) -}}
+{{- end -}}
+{{- if not .disableSharedMemory -}}
+{{- $entries = append $entries (dict
+    "what" "the shared memory volume (dshm)"
+    "volume" (dict "name" "dshm" "emptyDir" (dict "medium" "Memory"))
+    "mount" (dict "name" "dshm" "mountPath" "/dev/shm")) -}}
+{{- end -}}
+{{- toJson (dict "entries" $entries) -}}
+{{- end -}}
+
+{{- define "torchwrap.sshKeyPath" -}}{{ .secretMountPath | default "/tmp/.ssh/keys" }}{{- end -}}
+{{- define "torchwrap.sshHostsPath" -}}{{ .configMapMountPath | default "/tmp/.ssh/hosts" }}{{- end -}}
+
+{{- /*
+torchwrap.check: the rules the JSON schema cannot express. All problems are
+reported at once, one per line, each as "key.path: what is wrong; how to fix it".
+*/ -}}
+{{- define "torchwrap.check" -}}
+{{- $v := .Values -}}
+{{- $problems := list -}}
+{{- if and (not (kindIs "invalid" $v.limitGpusPerPod)) (ne (int $v.limitGpusPerPod) (int $v.numGpusPerPod)) -}}
+{{- $problems = append $problems (printf "limitGpusPerPod: %d differs from numGpusPerPod (%d), and Kubernetes requires a GPU limit to equal its request; remove limitGpusPerPod" (int $v.limitGpusPerPod) (int $v.numGpusPerPod)) -}}
+{{- end -}}
+{{- $seen := dict "name" (dict) "mountPath" (dict) -}}
+{{- range $entry := .storage -}}
+{{- range $field, $keyField := dict "name" "nameKey" "mountPath" "pathKey" -}}
+{{- $value := index $entry.mount $field -}}
+{{- $owners := index $seen $field -}}
+{{- with $previous := index $owners $value -}}
+{{- /* Report at the entry whose value the user chose; name the other one. */ -}}
+{{- $key := index $entry $keyField | default "" -}}
+{{- $other := $previous -}}
+{{- if not $key -}}
+{{- $key = index $previous $keyField -}}
+{{- $other = $entry -}}
+{{- end -}}
+{{- $problems = append $problems (printf "%s: %q is already the %s of %s; choose another" $key $value (ternary "name" "mount path" (eq $field "name")) $other.what) -}}
+{{- end -}}
+{{- $_ := set $owners $value $entry -}}
+{{- end -}}
+{{- end -}}
+{{- with $problems -}}
+{{- fail (join "\n" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* torchwrap.affinity: keep pods off nodes that autopilot marks unhealthy and off hostIgnoreList. */ -}}
+{{- define "torchwrap.affinity" -}}
+{{- $expressions := list (dict "key" "autopilot.ibm.com/gpuhealth" "operator" "NotIn" "values" (list "ERR" "TESTING" "EVICT")) -}}
+{{- with .hostIgnoreList -}}
+{{- $expressions = append $expressions (dict "key" "kubernetes.io/hostname" "operator" "NotIn" "values" .) -}}
+{{- end -}}
+{{- $terms := list (dict "matchExpressions" $expressions) -}}
+{{- toJson (dict "nodeAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" $terms))) -}}
+{{- end -}}
+
+{{- /* torchwrap.resources: requests and limits of the training container; zero GPU and RoCE counts are left out. */ -}}
+{{- define "torchwrap.resources" -}}
+{{- $requests := dict "cpu" .numCpusPerPod "memory" .totalMemoryPerPod -}}
+{{- $limits := dict "cpu" (.limitCpusPerPod | default .numCpusPerPod) "memory" (.limitMemoryPerPod | default .totalMemoryPerPod) -}}
+{{- if gt (int .numGpusPerPod) 0 -}}
+{{- $_ := set $requests "nvidia.com/gpu" .numGpusPerPod -}}
+{{- $_ := set $limits "nvidia.com/gpu" .numGpusPerPod -}}
+{{- end -}}
+{{- if gt (int .numRoceGdr) 0 -}}
+{{- $gdr := .roceGdrResName | default "nvidia.com/roce_gdr" -}}
+{{- $_ := set $requests $gdr .numRoceGdr -}}
+{{- $_ := set $limits $gdr .numRoceGdr -}}
+{{- end -}}
+{{- toJson (dict "requests" $requests "limits" $limits) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.env: the training container's env, in this order: SAKKARA_RANK,
+NCCL_TOPO_FILE, NVME_MOUNT_PATH, the user's environmentVariables, GIT_SSH_COMMAND.
+*/ -}}
+{{- define "torchwrap.env" -}}
+{{- $env := list -}}
+{{- if eq (include "torchwrap.sakkara" .) "true" -}}
+{{- $env = append $env (dict "name" "SAKKARA_RANK" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.labels['sakkara.member.rank']"))) -}}
+{{- end -}}
+{{- if .topologyFileConfigMap -}}
+{{- $env = append $env (dict "name" "NCCL_TOPO_FILE" "value" "/var/run/nvidia-topologyd/virtualTopology.xml") -}}
+{{- end -}}
+{{- with .mountNVMe -}}
+{{- $env = append $env (dict "name" "NVME_MOUNT_PATH" "value" (.mountPath | default "/workspace/scratch-nvme")) -}}
+{{- end -}}
+{{- range .environmentVariables -}}
+{{- if hasKey . "value" -}}
+{{- $env = append $env (dict "name" .name "value" (include "torchwrap.literal" .value)) -}}
+{{- else if .secret -}}
+{{- $env = append $env (dict "name" .name "valueFrom" (dict "secretKeyRef" (dict "name" .secret.name "key" .secret.key))) -}}
+{{- else -}}
+{{- $env = append $env (dict "name" .name "valueFrom" (dict "configMapKeyRef" (dict "name" .configmap.name "key" .configmap.key))) -}}
+{{- end -}}
+{{- end -}}
+{{- with .sshGitCloneConfig -}}
+{{- $default := printf "ssh -i %s/id_rsa -o UserKnownHostsFile=%s/known_hosts -vv" (include "torchwrap.sshKeyPath" .) (include "torchwrap.sshHostsPath" .) -}}
+{{- $env = append $env (dict "name" "GIT_SSH_COMMAND" "value" (.sshCmd | default $default)) -}}
+{{- end -}}
+{{- toJson (dict "env" $env) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.literal: an environment variable's literal value as a string. Whole
+numbers are written without exponent or fraction (6, not 6e+00 or 6.0).
+*/ -}}
+{{- define "torchwrap.literal" -}}
+{{- if and (kindIs "float64" .) (eq (floor .) .) -}}
+{{- printf "%.0f" . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* torchwrap.sakkara: "true" when the pods are scheduled by Sakkara. */ -}}
+{{- define "torchwrap.sakkara" -}}
+{{- and .schedulerName (eq .schedulerName "sakkara") (not .bypassCoscheduler) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.setupScript: the lines every launch script starts with: Sakkara's rank
+when Sakkara schedules the pods, then the user's setupCommands, in order.
+*/ -}}
+{{- define "torchwrap.setupScript" -}}
+{{- if eq (include "torchwrap.sakkara" .) "true" }}
+echo "Sakkara schedules this job: RANK is the rank Sakkara assigned (${SAKKARA_RANK})"
+export RANK=$SAKKARA_RANK
+{{- end }}
+{{- range .setupCommands }}
+{{ . }}
+{{- end }}
+{{- end -}}
+
+{{- /*
+torchwrap.podTemplate: the PodTemplateSpec shared by every replica of every job
+kind. Takes the render context as .ctx and the training container's command as
+.command.
+*/ -}}
+{{- define "torchwrap.podTemplate" -}}
+{{- $v := .ctx.Values -}}
+{{- $container := dict "name" "pytorch" "image" $v.containerImage "imagePullPolicy" $v.imagePullPolicy "command" .command -}}
+{{- $_ := set $container "resources" (include "torchwrap.resources" $v | fromJson) -}}
+{{- with (include "torchwrap.env" $v | fromJson).env -}}
+{{- $_ := set $container "env" . -}}
+{{- end -}}
+{{- $envFrom := $v.envFrom | default list -}}
+{{- with $v.ncclGdrEnvConfigMap -}}
+{{- $envFrom = append $envFrom (dict "configMapRef" (dict "name" .)) -}}
+{{- end -}}
+{{- with $envFrom -}}
+{{- $_ := set $container "envFrom" . -}}
+{{- end -}}
+{{- $volumes := list -}}
+{{- $mounts := list -}}
+{{- range .ctx.storage -}}
+{{- $volumes = append $volumes .volume -}}
+{{- $mounts = append $mounts .mount -}}
+{{- end -}}
+{{- with $mounts -}}
+{{- $_ := set $container "volumeMounts" . -}}
+{{- end -}}
+{{- if or (gt (int $v.numRoceGdr) 0) (eq (toString $v.serviceAccountName) "gdr") -}}
+{{- $_ := set $container "securityContext" (dict "capabilities" (dict "add" (list "IPC_LOCK"))) -}}
+{{- end -}}
+
+{{- $spec := dict "containers" (list $container) "affinity" (include "torchwrap.affinity" $v | fromJson) -}}
+{{- with $volumes -}}
+{{- $_ := set $spec "volumes" . -}}
+{{- end -}}
+{{- with $v.serviceAccountName -}}
+{{- $_ := set $spec "serviceAccountName" . -}}
+{{- end -}}
+{{- with $v.imagePullSecrets -}}
+{{- $_ := set $spec "imagePullSecrets" . -}}
+{{- end -}}
+{{- with $v.initContainers -}}
+{{- $_ := set $spec "initContainers" . -}}
+{{- end -}}
+{{- if not (kindIs "invalid" $v.terminationGracePeriodSeconds) -}}
+{{- $_ := set $spec "terminationGracePeriodSeconds" $v.terminationGracePeriodSeconds -}}
+{{- end -}}
+{{- if $v.bypassCoscheduler -}}
+{{- $_ := set $spec "schedulerName" "default-scheduler" -}}
+{{- else if $v.schedulerName -}}
+{{- $_ := set $spec "schedulerName" $v.schedulerName -}}
+{{- end -}}
+{{- with $v.priority -}}
+{{- $_ := set $spec "priorityClassName" . -}}
+{{- end -}}
+
+{{- $labels := deepCopy .ctx.customLabels -}}
+{{- with $v.autopilotHealthChecks -}}
+{{- $_ := set $labels "autopilot" "" -}}
+{{- range . -}}
+{{- $_ := set $labels . "" -}}
+{{- end -}}
+{{- end -}}
+{{- $metadata := dict -}}
+{{- with $labels -}}
+{{- $_ := set $metadata "labels" . -}}
+{{- end -}}
+{{- with $v.multiNicNetworkName -}}
+{{- $_ := set $metadata "annotations" (dict "k8s.v1.cni.cncf.io/networks" .) -}}
+{{- end -}}
+{{- $template := dict "spec" $spec -}}
+{{- with $metadata -}}
+{{- $_ := set $template "metadata" . -}}
+{{- end -}}
+{{- toJson $template -}}
+{{- end -}}
