@@ -1,0 +1,160 @@
+package settings
+
+import (
+	"sort"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Locate places issues in the input and returns them as Problems, sorted by
+// source and position. An issue belongs to the last source that sets its path,
+// the one whose value Helm keeps; when no source sets the path itself (a
+// missing key), it belongs to where the nearest parent is set.
+func (in *Input) Locate(issues []Issue) Problems {
+	problems := make(Problems, 0, len(issues))
+	order := map[string]int{}
+	for i, s := range in.sources {
+		order[s.name] = i
+	}
+	for _, issue := range issues {
+		problems = append(problems, in.locate(issue))
+	}
+	sort.SliceStable(problems, func(i, j int) bool {
+		a, b := problems[i], problems[j]
+		if order[a.Source] != order[b.Source] {
+			return order[a.Source] < order[b.Source]
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	return problems
+}
+
+func (in *Input) locate(issue Issue) Problem {
+	p := Problem{Path: issue.Path, Message: issue.Message}
+	for depth := len(issue.Path); depth >= 1; depth-- {
+		prefix := issue.Path[:depth]
+		for i := len(in.sources) - 1; i >= 0; i-- {
+			s := in.sources[i]
+			if s.doc == nil {
+				if hasPath(s.values, prefix) {
+					p.Source = s.name
+					return p
+				}
+				continue
+			}
+			key, value := find(s.doc, prefix)
+			if value == nil {
+				continue
+			}
+			at := value
+			if key != nil && (issue.AtKey || depth < len(issue.Path)) {
+				at = key
+			}
+			p.Source, p.Line, p.Column = s.name, at.Line, at.Column
+			return p
+		}
+	}
+	// Nothing sets any part of the path: a required key is missing. It belongs
+	// in the last file given.
+	p.Source = "settings"
+	for i := len(in.sources) - 1; i >= 0; i-- {
+		if in.sources[i].doc != nil {
+			p.Source, p.Line, p.Column = in.sources[i].name, 1, 1
+			break
+		}
+	}
+	return p
+}
+
+// find returns the key and value nodes at path in a parsed file, or nil when
+// the file does not set the path. Aliases and merge keys (<<) are followed.
+func find(doc *yaml.Node, path Path) (key, value *yaml.Node) {
+	value = doc
+	for _, seg := range path {
+		n := resolve(value)
+		switch n.Kind {
+		case yaml.MappingNode:
+			key, value = lookupKey(n, seg)
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return nil, nil
+			}
+			key, value = nil, n.Content[i]
+		default:
+			return nil, nil
+		}
+		if value == nil {
+			return nil, nil
+		}
+	}
+	return key, value
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for {
+		switch {
+		case n.Kind == yaml.DocumentNode && len(n.Content) > 0:
+			n = n.Content[0]
+		case n.Kind == yaml.AliasNode && n.Alias != nil:
+			n = n.Alias
+		default:
+			return n
+		}
+	}
+}
+
+func lookupKey(m *yaml.Node, name string) (key, value *yaml.Node) {
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Value == name {
+			return k, v
+		}
+		if k.Tag == "!!merge" {
+			merges = append(merges, v)
+		}
+	}
+	for _, merge := range merges {
+		merge = resolve(merge)
+		candidates := []*yaml.Node{merge}
+		if merge.Kind == yaml.SequenceNode {
+			candidates = merge.Content
+		}
+		for _, c := range candidates {
+			if c = resolve(c); c.Kind == yaml.MappingNode {
+				if k, v := lookupKey(c, name); v != nil {
+					return k, v
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+func hasPath(values map[string]any, path Path) bool {
+	var cur any = values
+	for _, seg := range path {
+		switch c := cur.(type) {
+		case map[string]any:
+			next, ok := c[seg]
+			if !ok {
+				return false
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(c) {
+				return false
+			}
+			cur = c[i]
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,146 @@
+package settings
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// closest returns the candidate a mistyped word most likely meant: the same
+// word in other letter case, the one candidate that starts with the word, or
+// one within a few edits; "" when none is close.
+func closest(word string, candidates []string) string {
+	var starting []string
+	for _, c := range candidates {
+		if strings.EqualFold(c, word) {
+			return c
+		}
+		if word != "" && strings.HasPrefix(strings.ToLower(c), strings.ToLower(word)) {
+			starting = append(starting, c)
+		}
+	}
+	if len(starting) == 1 {
+		return starting[0]
+	}
+	best, bestDistance := "", len(word)/3+1
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(word), strings.ToLower(c)); d <= bestDistance && (best == "" || d < editDistance(strings.ToLower(word), strings.ToLower(best))) {
+			best, bestDistance = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// suggest proposes a corrected value for a string the schema refused, from the
+// definition it failed: a duration in days written in hours, a name with its
+// capitals and stray characters replaced. "" when there is nothing to propose.
+func (v *Validator) suggest(node *Schema, value string) string {
+	def := node.Resolved()
+	var fix string
+	switch v.defs[def] {
+	case "duration", "positiveDuration":
+		fix = durationFix(value)
+	case "jobName", "dnsLabel", "customLabelValue":
+		fix = nameFix(value, false)
+	case "dnsSubdomain":
+		fix = nameFix(value, true)
+	case "memory":
+		fix = quantityFix(value)
+	}
+	// Propose only what the schema accepts.
+	if fix == "" || (def.MaxLength != nil && len(fix) > *def.MaxLength) {
+		return ""
+	}
+	if ok, err := regexp.MatchString(def.Pattern, fix); err != nil || !ok {
+		return ""
+	}
+	return fix
+}
+
+var dayUnits = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?)(d|w)`)
+
+// durationFix rewrites days and weeks, which Go durations do not have, in
+// hours: 7d is 168h, 1d12h is 24h12h (which Go reads as 36h).
+func durationFix(value string) string {
+	fixed := dayUnits.ReplaceAllStringFunc(value, func(m string) string {
+		parts := dayUnits.FindStringSubmatch(m)
+		n, err := strconv.ParseFloat(parts[1], 64)
+		if err != nil {
+			return m
+		}
+		hours := n * 24
+		if parts[2] == "w" {
+			hours *= 7
+		}
+		return strconv.FormatFloat(hours, 'f', -1, 64) + "h"
+	})
+	d, err := time.ParseDuration(fixed)
+	if err != nil || d < 0 {
+		return ""
+	}
+	s := d.String() // 36h0m0s: drop the zero minutes and seconds
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// nameFix lowercases a name and replaces what a DNS label may not hold.
+func nameFix(value string, dots bool) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(value) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case r == '.' && dots:
+			b.WriteRune(r)
+		default:
+			b.WriteRune('-')
+		}
+	}
+	return strings.Trim(b.String(), "-.")
+}
+
+var bytesSuffix = regexp.MustCompile(`^([0-9.]+)\s*([kKmMgGtTpPeE])(i?)[bB]?$`)
+
+// quantityFix turns the usual ways of writing sizes (64GB, 64 gi) into a
+// Kubernetes quantity (64Gi or 64G).
+func quantityFix(value string) string {
+	m := bytesSuffix.FindStringSubmatch(strings.TrimSpace(value))
+	if m == nil {
+		return ""
+	}
+	unit := strings.ToUpper(m[2])
+	if unit == "K" && m[3] == "" {
+		unit = "k"
+	}
+	if m[3] != "" || strings.HasSuffix(strings.ToLower(value), "ib") {
+		return m[1] + unit + "i"
+	}
+	return m[1] + unit
+}

@@ -1,0 +1,403 @@
+package settings
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/xeipuuv/gojsonschema"
+
+	"github.com/torchwrap/generator/schema"
+)
+
+// Validator checks settings against the settings schema and explains each
+// violation in words: what is wrong and how to fix it.
+//
+// The schema's root allOf holds the rules that tie several keys together, each
+// with its own message (x-error). Helm checks them with the rest of the schema;
+// the Validator checks each one on its own, so that it can say which rule a
+// value breaks instead of that "some allOf branch" failed.
+type Validator struct {
+	Schema *Schema
+	base   *gojsonschema.Schema
+	rules  []rule
+	defs   map[*Schema]string // definition nodes by name, for suggestions
+}
+
+type rule struct {
+	check   *gojsonschema.Schema
+	message string
+}
+
+// DefaultValidator is the Validator of the embedded settings schema, compiled
+// on first use.
+var DefaultValidator = sync.OnceValues(func() (*Validator, error) {
+	return NewValidator(schema.JSON)
+})
+
+// NewValidator compiles a settings schema document.
+func NewValidator(schemaJSON []byte) (*Validator, error) {
+	model, err := ParseSchema(schemaJSON)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
+		return nil, err
+	}
+	v := &Validator{Schema: model, defs: map[*Schema]string{}}
+	for name, d := range model.Definitions {
+		v.defs[d] = name
+	}
+	ruleDocs, _ := doc["allOf"].([]any)
+	delete(doc, "allOf")
+	if v.base, err = gojsonschema.NewSchema(gojsonschema.NewGoLoader(doc)); err != nil {
+		return nil, fmt.Errorf("settings schema: %w", err)
+	}
+	for i, r := range ruleDocs {
+		ruleDoc, _ := r.(map[string]any)
+		check, err := gojsonschema.NewSchema(gojsonschema.NewGoLoader(ruleDoc))
+		if err != nil {
+			return nil, fmt.Errorf("settings schema: allOf[%d]: %w", i, err)
+		}
+		message, _ := ruleDoc["x-error"].(string)
+		v.rules = append(v.rules, rule{check: check, message: message})
+	}
+	return v, nil
+}
+
+// schemaError is a gojsonschema error with its path split into segments.
+type schemaError struct {
+	path Path
+	gojsonschema.ResultError
+}
+
+// Validate returns every issue with values, the settings after the chart's
+// defaults were applied (as Helm validates them). None means valid.
+func (v *Validator) Validate(values map[string]any) []Issue {
+	loader := gojsonschema.NewGoLoader(values)
+	result, err := v.base.Validate(loader)
+	if err != nil {
+		return []Issue{{Message: "cannot validate the settings: " + err.Error()}}
+	}
+	issues := v.explain(schemaErrors(result))
+	reported := map[string]bool{}
+	for _, is := range issues {
+		reported[is.Path.String()] = true
+	}
+	for _, r := range v.rules {
+		result, err := r.check.Validate(loader)
+		if err != nil {
+			return append(issues, Issue{Message: "cannot validate the settings: " + err.Error()})
+		}
+		for _, e := range schemaErrors(result) {
+			switch e.Type() {
+			case "condition_then", "condition_else", "number_all_of":
+				continue
+			}
+			if !reported[e.path.String()] {
+				reported[e.path.String()] = true
+				issues = append(issues, Issue{Path: e.path, Message: r.message})
+			}
+		}
+	}
+	return issues
+}
+
+func schemaErrors(result *gojsonschema.Result) []schemaError {
+	var errs []schemaError
+	for _, e := range result.Errors() {
+		var path Path
+		for _, seg := range strings.Split(e.Context().String("\x00"), "\x00")[1:] {
+			path = append(path, seg)
+		}
+		errs = append(errs, schemaError{path, e})
+	}
+	return errs
+}
+
+// explain turns schema errors into issues. Errors of a combinator (anyOf,
+// oneOf) are noise when a plainer error says the same at the same place; the
+// plainest error per key path is kept.
+func (v *Validator) explain(errs []schemaError) []Issue {
+	var issues []Issue
+	seen := map[string]bool{}
+	add := func(is Issue) {
+		if k := is.Path.String(); !seen[k] {
+			seen[k] = true
+			issues = append(issues, is)
+		}
+	}
+	// Pass 1: a oneOf with its own message says it best; its branches only
+	// require one key each, and their "required" errors are dropped.
+	oneOf := map[string]bool{}
+	wrongType := map[string]bool{}
+	for _, e := range errs {
+		if e.Type() == "invalid_type" {
+			wrongType[e.path.String()] = true
+		}
+	}
+	for _, e := range errs {
+		if e.Type() == "number_one_of" && !wrongType[e.path.String()] {
+			if msg := v.Schema.At(e.path).ErrorText(); msg != "" {
+				oneOf[e.path.String()] = true
+				add(Issue{Path: e.path, Message: msg})
+			}
+		}
+	}
+	slices.SortStableFunc(errs, func(a, b schemaError) int { return rank(a.Type()) - rank(b.Type()) })
+	for _, e := range errs {
+		switch e.Type() {
+		case "number_one_of", "number_any_of", "number_all_of":
+			if !hasOther(errs, e) && !oneOf[e.path.String()] {
+				add(v.valueIssue(e))
+			}
+		case "required":
+			if !oneOf[e.path.String()] {
+				add(v.requiredIssue(e))
+			}
+		case "additional_property_not_allowed":
+			add(v.unknownKeyIssue(e))
+		default:
+			add(v.valueIssue(e))
+		}
+	}
+	return issues
+}
+
+// rank orders errors about the same value from the plainest to the most
+// specific: a wrong type first, since nothing else about the value matters then.
+func rank(errorType string) int {
+	switch errorType {
+	case "invalid_type":
+		return 0
+	case "number_one_of", "number_any_of", "number_all_of":
+		return 2
+	default:
+		return 1
+	}
+}
+
+// hasOther tells whether another error concerns e's path or a path below it.
+func hasOther(errs []schemaError, e schemaError) bool {
+	for _, o := range errs {
+		if o.ResultError != e.ResultError && len(o.path) >= len(e.path) && slices.Equal(o.path[:len(e.path)], e.path) {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *Validator) requiredIssue(e schemaError) Issue {
+	name, _ := e.Details()["property"].(string)
+	path := append(e.path[:len(e.path):len(e.path)], name)
+	node := v.Schema.At(path)
+	if node != nil && node.Default != nil {
+		// The chart has a default, so only an explicit null can remove it.
+		return Issue{Path: path, Message: fmt.Sprintf("an empty value removes the default (%s); set a value or delete the line", compact(node.Default))}
+	}
+	msg := "required but not set; add it"
+	if ex := example(name, node); ex != "" {
+		msg += ", for example " + ex
+	}
+	return Issue{Path: path, Message: msg}
+}
+
+func (v *Validator) unknownKeyIssue(e schemaError) Issue {
+	name, _ := e.Details()["property"].(string)
+	path := append(e.path[:len(e.path):len(e.path)], name)
+	var allowed []string
+	if parent := v.Schema.At(e.path); parent != nil {
+		for _, p := range parent.Resolved().Properties {
+			allowed = append(allowed, p.Name)
+		}
+	}
+	msg := "unknown key"
+	switch guess := closest(name, allowed); {
+	case guess != "":
+		msg += fmt.Sprintf("; did you mean %s?", guess)
+	case v.elsewhere(name) != "":
+		msg += fmt.Sprintf("; %s belongs under %s", name, v.elsewhere(name))
+	case len(allowed) <= 8:
+		msg += "; the keys allowed here are " + strings.Join(allowed, ", ")
+	default:
+		msg += "; check its spelling, or remove it (generator schema lists every key)"
+	}
+	return Issue{Path: path, Message: msg, AtKey: true}
+}
+
+// elsewhere finds a nested setting of that name and returns its parent's path.
+func (v *Validator) elsewhere(name string) string {
+	for _, p := range v.Schema.Properties {
+		if r := p.Schema.Resolved(); r != nil && r.Properties.Get(name) != nil {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+func (v *Validator) valueIssue(e schemaError) Issue {
+	node := v.Schema.At(e.path)
+	value := e.Value()
+	name := ""
+	if len(e.path) > 0 {
+		name = e.path[len(e.path)-1]
+	}
+	is := Issue{Path: e.path}
+	switch e.Type() {
+	case "invalid_type", "number_any_of":
+		is.Message = typeMessage(name, node, value)
+	case "enum":
+		var allowed []string
+		for _, a := range node.Resolved().Enum {
+			if a != nil {
+				allowed = append(allowed, fmt.Sprint(a))
+			}
+		}
+		is.Message = fmt.Sprintf("%s is not allowed; use one of %s", show(value), strings.Join(allowed, ", "))
+		if s, ok := value.(string); ok {
+			if guess := closest(s, allowed); guess != "" {
+				is.Message = fmt.Sprintf("%s is not allowed; did you mean %s? (the choices are %s)", show(value), guess, strings.Join(allowed, ", "))
+			}
+		}
+	case "pattern", "string_gte", "string_lte":
+		is.Message = show(value) + " " + node.ErrorText()
+		if s, ok := value.(string); ok {
+			if fix := v.suggest(node, s); fix != "" && fix != s {
+				is.Message += fmt.Sprintf("; use %q instead", fix)
+			}
+		}
+	case "number_gte", "number_gt":
+		is.Message = fmt.Sprintf("%s is too small; use %v or more", show(value), e.Details()["min"])
+	case "number_lte", "number_lt":
+		is.Message = fmt.Sprintf("%s is too large; use %v or less", show(value), e.Details()["max"])
+	case "array_min_items":
+		is.Message = fmt.Sprintf("needs at least %v item(s)", e.Details()["min"])
+	default:
+		is.Message = e.Description()
+		if text := node.ErrorText(); text != "" {
+			is.Message = text
+		}
+	}
+	return is
+}
+
+// typeMessage explains a value of the wrong type, with the fix for the usual
+// causes: quotes around a number, a number where text belongs, a single value
+// where a list belongs.
+func typeMessage(name string, node *Schema, value any) string {
+	if node == nil {
+		return fmt.Sprintf("%s is not allowed here", show(value))
+	}
+	expected := slices.DeleteFunc(node.Types(), func(t string) bool { return t == "null" })
+	ex := example(name, node)
+	if value == nil {
+		if ex == "" {
+			return "is empty; set a value"
+		}
+		return "is empty; set a value, for example " + ex
+	}
+	msg := fmt.Sprintf("expected %s, found %s %s", typeWords(expected), typeOf(value), show(value))
+	switch s, isString := value.(string); {
+	case isString && (slices.Contains(expected, "integer") || slices.Contains(expected, "number")) && isNumber(s):
+		return msg + "; write it without quotes: " + assign(name, s)
+	case isScalar(value) && slices.Equal(expected, []string{"string"}):
+		return msg + "; put it in quotes: " + assign(name, fmt.Sprintf("%q", fmt.Sprint(value)))
+	case ex != "":
+		return msg + "; for example " + ex
+	default:
+		return msg
+	}
+}
+
+func typeWords(types []string) string {
+	words := make([]string, len(types))
+	for i, t := range types {
+		words[i] = map[string]string{
+			"integer": "a whole number", "number": "a number", "string": "text",
+			"boolean": "true or false", "array": "a list", "object": "a mapping of keys",
+		}[t]
+	}
+	return strings.Join(words, " or ")
+}
+
+func typeOf(value any) string {
+	switch value.(type) {
+	case string:
+		return "text"
+	case bool:
+		return "the boolean"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	default:
+		return "the number"
+	}
+}
+
+// show writes a value for a message: text quoted and cut short, numbers plain.
+func show(value any) string {
+	switch v := value.(type) {
+	case string:
+		if r := []rune(v); len(r) > 60 {
+			v = string(r[:57]) + "..."
+		}
+		return fmt.Sprintf("%q", v)
+	case []any:
+		return "[...]"
+	case map[string]any:
+		return "{...}"
+	case json.Number:
+		return v.String()
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// example writes the schema's example of a setting as a line of YAML
+// ("jobName: my-job"), or returns "" when the schema has none.
+func example(name string, node *Schema) string {
+	if node == nil || node.FirstExample() == nil {
+		return ""
+	}
+	return assign(name, compact(node.FirstExample()))
+}
+
+// assign writes "name: value", or just the value for a list item.
+func assign(name, value string) string {
+	if _, err := strconv.Atoi(name); err == nil || name == "" {
+		return value
+	}
+	return name + ": " + value
+}
+
+func isScalar(value any) bool {
+	switch value.(type) {
+	case []any, map[string]any, string:
+		return false
+	}
+	return true
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return err == nil
+}
+
+// compact writes a JSON value on one line as YAML accepts it: scalars plain,
+// lists and mappings in flow style.
+func compact(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
