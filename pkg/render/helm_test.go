@@ -1,0 +1,63 @@
+package render_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/cli/values"
+	"helm.sh/helm/v3/pkg/getter"
+
+	"github.com/torchwrap/generator/pkg/golden"
+	"github.com/torchwrap/generator/pkg/render"
+	"github.com/torchwrap/generator/pkg/settings"
+)
+
+// helmTemplate renders the chart directory as `helm template chart -f file`
+// does: Helm's install action, client-only, dry-run, with Helm's own reading
+// of values files and Helm's own schema validation.
+func helmTemplate(t *testing.T, file string) []byte {
+	t.Helper()
+	chrt, err := loader.Load("../../chart")
+	require.NoError(t, err)
+	vals, err := (&values.Options{ValueFiles: []string{file}}).MergeValues(getter.Providers{})
+	require.NoError(t, err)
+	client := action.NewInstall(&action.Configuration{Log: t.Logf})
+	client.DryRun = true
+	client.DryRunOption = "client"
+	client.ClientOnly = true
+	client.Replace = true
+	client.ReleaseName = "release-name"
+	client.Namespace = "default"
+	rel, err := client.Run(chrt, vals)
+	require.NoError(t, err)
+	return []byte(rel.Manifest)
+}
+
+// parityFiles are the settings files that must render the same with helm
+// template as with the generator: every golden case and every example.
+func parityFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{"../../testdata/golden/*/settings.yaml", "../../examples/*.settings.yaml"} {
+		matches, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		require.NotEmpty(t, matches, pattern)
+		files = append(files, matches...)
+	}
+	return files
+}
+
+func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
+	for _, file := range parityFiles(t) {
+		t.Run(file, func(t *testing.T) {
+			in, err := settings.Load(settings.Options{Files: []string{file}})
+			require.NoError(t, err)
+			ours, err := render.Render(in)
+			require.NoError(t, err)
+			require.Equal(t, golden.Objects(t, helmTemplate(t, file)), golden.Objects(t, ours.Manifest))
+		})
+	}
+}
