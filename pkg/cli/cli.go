@@ -1,0 +1,100 @@
+// Package cli is the generator's command line. Commands write only to the
+// writers they are given, so tests run them in-process.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/torchwrap/generator/pkg/settings"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitInvalid = 1 // the settings are invalid, or writing the output failed
+	ExitUsage   = 2 // the command line is wrong
+)
+
+// Streams are a command's standard input, output and error.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Run runs the generator with args (without the program name) and returns the
+// exit code. Nothing is written to Out unless the command succeeds.
+func Run(args []string, s Streams) int {
+	root := newRoot(s)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var problems settings.Problems
+	var usage settings.UsageError
+	var failed runError
+	switch {
+	case errors.As(err, &problems):
+		for _, p := range problems {
+			fmt.Fprintln(s.Err, p)
+		}
+		fmt.Fprintf(s.Err, "%s in the settings; nothing was rendered\n", count(len(problems), "problem"))
+		return ExitInvalid
+	case errors.As(err, &usage), !errors.As(err, &failed):
+		// Wrong flags, arguments or files: cobra's own errors come here too.
+		fmt.Fprintf(s.Err, "Error: %v\nRun 'generator --help' for usage.\n", err)
+		return ExitUsage
+	default:
+		fmt.Fprintf(s.Err, "Error: %v\n", err)
+		return ExitInvalid
+	}
+}
+
+// runError marks an error returned by a command's own work, as opposed to one
+// cobra returns for a malformed command line.
+type runError struct{ error }
+
+func (e runError) Unwrap() error { return e.error }
+
+// run adapts a command body so that its errors are told apart from cobra's.
+func run(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := f(cmd, args); err != nil {
+			return runError{err}
+		}
+		return nil
+	}
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func newRoot(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "generator",
+		Short: "Render a settings.yaml into an AppWrapper for a distributed PyTorch job",
+		Long: `generator turns a short settings.yaml into one Kubernetes AppWrapper that wraps a
+distributed PyTorch training job (a Kubeflow PyTorchJob), ready for Kueue:
+
+  generator render -f settings.yaml | kubectl apply -f -
+
+It is a drop-in successor of the MLBatch pytorchjob-generator Helm chart: settings
+written for that chart render the same objects. The chart it embeds also works on
+its own with helm template.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.AddCommand(newRender(s), newValidate(s), newSchema(s), newVersion(s))
+	return root
+}

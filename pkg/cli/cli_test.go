@@ -1,0 +1,198 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/torchwrap/generator/pkg/cli"
+	"github.com/torchwrap/generator/pkg/golden"
+	"github.com/torchwrap/generator/schema"
+)
+
+const helloworld = "../../examples/helloworld.settings.yaml"
+
+// writeFile writes a settings file into a fresh temporary folder.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	return path
+}
+
+func render(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := generator(t, nil, append([]string{"render"}, args...)...)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Empty(t, errOut)
+	return out
+}
+
+func TestRenderReadsStandardInput(t *testing.T) {
+	out, errOut, code := generator(t, strings.NewReader(readFile(t, helloworld)), "render", "-f", "-")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, render(t, "-f", helloworld), out)
+}
+
+func TestProblemsInStandardInputAreNamedStdin(t *testing.T) {
+	_, errOut, code := generator(t, strings.NewReader("jobName: Bad\ncontainerImage: busybox\n"), "render", "-f", "-")
+	require.Equal(t, cli.ExitInvalid, code)
+	require.True(t, strings.HasPrefix(errOut, "<stdin>:1:10: jobName: "), errOut)
+}
+
+// Several -f merge left to right as in helm: maps key by key, lists and
+// scalars replaced whole.
+func TestSeveralFilesMergeLeftToRight(t *testing.T) {
+	base := writeFile(t, "base.yaml", `jobName: base
+containerImage: busybox
+numPods: 2
+setupCommands: [echo base]
+mountNVMe:
+  storage: 10Gi
+`)
+	overlay := writeFile(t, "overlay.yaml", `jobName: overlay
+setupCommands: [echo overlay]
+mountNVMe:
+  mountPath: /scratch
+`)
+	merged := writeFile(t, "merged.yaml", `jobName: overlay
+containerImage: busybox
+numPods: 2
+setupCommands: [echo overlay]
+mountNVMe:
+  storage: 10Gi
+  mountPath: /scratch
+`)
+	require.Equal(t, render(t, "-f", merged), render(t, "-f", base, "-f", overlay))
+}
+
+// A problem belongs to the file whose value wins.
+func TestProblemsPointAtTheFileThatSetTheValue(t *testing.T) {
+	base := writeFile(t, "base.yaml", "jobName: my-job\ncontainerImage: busybox\nnumPods: 2\n")
+	overlay := writeFile(t, "overlay.yaml", "# more pods\nnumPods: 0\n")
+	_, errOut, code := generator(t, nil, "render", "-f", base, "-f", overlay)
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Equal(t, overlay+":2:10: numPods: 0 is too small; use 1 or more\n1 problem in the settings; nothing was rendered\n", errOut)
+}
+
+func TestSetOverridesFilesWithHelmSyntax(t *testing.T) {
+	withSet := render(t, "-f", helloworld, "--set", "numPods=8,jobName=from-set", "--set", "setupCommands={cd /tmp,ls}", "--set-string", "environmentVariables[0].name=COUNT", "--set-string", "environmentVariables[0].value=007")
+	overlay := writeFile(t, "same.yaml", `numPods: 8
+jobName: from-set
+setupCommands: [cd /tmp, ls]
+environmentVariables:
+- name: COUNT
+  value: "007"
+`)
+	require.Equal(t, render(t, "-f", helloworld, "-f", overlay), withSet)
+	require.Contains(t, withSet, "replicas: 7")
+}
+
+func TestProblemsFromSetNameTheArgument(t *testing.T) {
+	out, errOut, code := generator(t, nil, "render", "-f", helloworld, "--set", "numPods=0")
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Empty(t, out)
+	require.Equal(t, "--set numPods=0: numPods: 0 is too small; use 1 or more\n1 problem in the settings; nothing was rendered\n", errOut)
+}
+
+func TestOutputFileIsWrittenAtomically(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "job.yaml")
+
+	out, errOut, code := generator(t, nil, "render", "-f", helloworld, "-o", target)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Empty(t, out, "with -o nothing goes to standard output")
+	require.Equal(t, render(t, "-f", helloworld), readFile(t, target))
+	info, err := os.Stat(target)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o644), info.Mode().Perm())
+
+	// An existing file keeps its permissions.
+	require.NoError(t, os.Chmod(target, 0o600))
+	_, errOut, code = generator(t, nil, "render", "-f", helloworld, "--set", "numPods=2", "-o", target)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Contains(t, readFile(t, target), "replicas: 1")
+	info, err = os.Stat(target)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file is left behind")
+}
+
+func TestOutputFileIsUntouchedOnError(t *testing.T) {
+	target := writeFile(t, "job.yaml", "precious\n")
+	out, errOut, code := generator(t, nil, "render", "-f", helloworld, "--set", "numPods=0", "-o", target)
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "nothing was rendered")
+	require.Equal(t, "precious\n", readFile(t, target))
+
+	_, errOut, code = generator(t, nil, "render", "-f", helloworld, "-o", filepath.Join(t.TempDir(), "missing", "job.yaml"))
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Contains(t, errOut, "cannot write")
+}
+
+func TestUsageErrorsExitWithTwo(t *testing.T) {
+	for name, args := range map[string][]string{
+		"no settings":      {"render"},
+		"missing file":     {"render", "-f", "does-not-exist.yaml"},
+		"unknown flag":     {"render", "-f", helloworld, "--nope"},
+		"unknown command":  {"rendr"},
+		"extra argument":   {"render", "-f", helloworld, "extra"},
+		"malformed --set":  {"render", "-f", helloworld, "--set", "numPods"},
+		"validate no file": {"validate"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := generator(t, nil, args...)
+			require.Equal(t, cli.ExitUsage, code, errOut)
+			require.Empty(t, out)
+			require.True(t, strings.HasPrefix(errOut, "Error: "), errOut)
+			require.NotContains(t, errOut, "goroutine", "no Go stack trace reaches a user")
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	out, errOut, code := generator(t, nil, "validate", "-f", helloworld)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, "OK: PyTorchJob my-job with 4 pod(s)\n", out)
+
+	out, errOut, code = generator(t, nil, "validate", "-f", helloworld, "--set", "jobName=Bad")
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "--set jobName=Bad: jobName: \"Bad\" is not a valid job name")
+}
+
+func TestSchemaPrintsTheSettingsSchema(t *testing.T) {
+	out, errOut, code := generator(t, nil, "schema")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, string(schema.JSON), out)
+	require.True(t, json.Valid([]byte(out)))
+}
+
+func TestVersionNamesTheChart(t *testing.T) {
+	out, errOut, code := generator(t, nil, "version")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	chartYAML := readFile(t, "../../chart/Chart.yaml")
+	require.Regexp(t, `^generator \S+\nchart torchwrap \S+ \(appVersion v1beta2\)\n$`, out)
+	for _, line := range strings.Split(chartYAML, "\n") {
+		if v, ok := strings.CutPrefix(line, "version: "); ok {
+			require.Contains(t, out, "chart torchwrap "+v+" ")
+		}
+	}
+}
+
+// The generator-version annotation carries the chart's version.
+func TestGeneratorVersionAnnotation(t *testing.T) {
+	out, _, _ := generator(t, nil, "version")
+	version := strings.Fields(strings.Split(out, "\n")[1])[2]
+	objects := golden.Objects(t, []byte(render(t, "-f", helloworld)))
+	annotations := objects[0]["metadata"].(map[string]any)["annotations"].(map[string]any)
+	require.Equal(t, version, annotations["torchwrap.dev/generator-version"])
+}

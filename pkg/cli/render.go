@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/torchwrap/generator/pkg/render"
+	"github.com/torchwrap/generator/pkg/settings"
+)
+
+// inputFlags are the flags that say where the settings come from, shared by
+// render and validate.
+type inputFlags struct {
+	files, sets, setStrings []string
+}
+
+func (f *inputFlags) register(fs *pflag.FlagSet) {
+	fs.StringArrayVarP(&f.files, "values", "f", nil, "settings file; repeat to merge several, left to right; - reads standard input")
+	fs.StringArrayVar(&f.sets, "set", nil, "set a setting, as helm does: key=value, a.b=value, list[0]=value, list={a,b}; applied after the files")
+	fs.StringArrayVar(&f.setStrings, "set-string", nil, "like --set, but the value is always a string")
+}
+
+// render loads, validates and renders the settings.
+func (f *inputFlags) render(s Streams) (*render.Result, error) {
+	if len(f.files) == 0 && len(f.sets) == 0 && len(f.setStrings) == 0 {
+		return nil, settings.UsageError{Err: errors.New("no settings given; pass a settings file with -f settings.yaml")}
+	}
+	in, err := settings.Load(settings.Options{Files: f.files, Sets: f.sets, SetStrings: f.setStrings, Stdin: s.In})
+	if err != nil {
+		return nil, err
+	}
+	return render.Render(in)
+}
+
+func newRender(s Streams) *cobra.Command {
+	var in inputFlags
+	var outFile string
+	cmd := &cobra.Command{
+		Use:   "render -f settings.yaml [-f more.yaml] [--set key=value] [-o FILE]",
+		Short: "Render the settings into an AppWrapper manifest",
+		Long: `Render validates the settings and writes the AppWrapper manifest to standard
+output, or to the file -o names. On any problem it writes nothing: an existing
+output file is left as it was, and standard output stays empty.`,
+		Example: `  generator render -f settings.yaml | kubectl apply -f -
+  generator render -f base.yaml -f experiment.yaml --set numPods=8 -o job.yaml
+  cat settings.yaml | generator render -f -`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			result, err := in.render(s)
+			if err != nil {
+				return err
+			}
+			if outFile == "" {
+				_, err = s.Out.Write(result.Manifest)
+				return err
+			}
+			return writeAtomically(outFile, result.Manifest)
+		}),
+	}
+	in.register(cmd.Flags())
+	cmd.Flags().StringVarP(&outFile, "output-file", "o", "", "write the manifest to this file (atomically) instead of standard output")
+	return cmd
+}
+
+// writeAtomically replaces path with data in one step: a reader sees the old
+// file or the new one, never a part, and a failure leaves the old file alone.
+// An existing file keeps its permissions.
+func writeAtomically(path string, data []byte) (err error) {
+	mode := os.FileMode(0o644)
+	if info, statErr := os.Stat(path); statErr == nil {
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file; choose another output file", path)
+		}
+		mode = info.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			err = fmt.Errorf("cannot write %s: %w", path, err)
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Chmod(mode); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

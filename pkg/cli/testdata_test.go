@@ -1,0 +1,94 @@
+package cli_test
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/torchwrap/generator/pkg/cli"
+	"github.com/torchwrap/generator/pkg/golden"
+)
+
+const testdata = "../../testdata"
+
+// generator runs the command line in-process.
+func generator(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = cli.Run(args, cli.Streams{In: stdin, Out: &out, Err: &errOut})
+	return out.String(), errOut.String(), code
+}
+
+// caseDirs lists the case folders under testdata/<kind>.
+func caseDirs(t *testing.T, kind string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(testdata, kind, "*", "settings.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	dirs := make([]string, len(files))
+	for i, f := range files {
+		dirs[i] = filepath.Dir(f)
+	}
+	return dirs
+}
+
+// Each golden case renders to its expected.yaml, byte for byte.
+func TestGolden(t *testing.T) {
+	for _, dir := range caseDirs(t, "golden") {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			out, errOut, code := generator(t, nil, "render", "-f", filepath.Join(dir, "settings.yaml"))
+			require.Equal(t, cli.ExitOK, code, errOut)
+			require.Empty(t, errOut)
+			golden.Check(t, filepath.Join(dir, "expected.yaml"), []byte(out))
+		})
+	}
+}
+
+// Each invalid case is refused with exit code 1, nothing on standard output,
+// and exactly the messages of its expected.txt.
+func TestInvalid(t *testing.T) {
+	for _, dir := range caseDirs(t, "invalid") {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			t.Chdir(dir) // messages name the file as given: settings.yaml
+			out, errOut, code := generator(t, nil, "render", "-f", "settings.yaml")
+			require.Equal(t, cli.ExitInvalid, code, errOut)
+			require.Empty(t, out)
+			golden.Check(t, "expected.txt", []byte(errOut))
+		})
+	}
+}
+
+// Every example renders, and validate agrees with render about it.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.settings.yaml")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 4)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			out, errOut, code := generator(t, nil, "render", "-f", file)
+			require.Equal(t, cli.ExitOK, code, errOut)
+			docs := strings.Split(strings.TrimPrefix(out, "---\n"), "\n---\n")
+			require.Len(t, docs, 1)
+			var aw map[string]any
+			require.NoError(t, sigsyaml.UnmarshalStrict([]byte(docs[0]), &aw))
+			require.Equal(t, "AppWrapper", aw["kind"])
+
+			out, errOut, code = generator(t, nil, "validate", "-f", file)
+			require.Equal(t, cli.ExitOK, code, errOut)
+			require.Regexp(t, `^OK: PyTorchJob [a-z0-9-]+ with [0-9]+ pod\(s\)\n$`, out)
+		})
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(data)
+}
