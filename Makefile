@@ -1,0 +1,37 @@
+# Everything here runs from a fresh clone with Go and the Go module proxy only.
+GO      ?= go
+BIN     ?= bin/generator
+EXAMPLE ?= examples/helloworld.settings.yaml
+
+.PHONY: build run test golden generate lint fmt
+
+## build: the generator binary, in bin/
+build:
+	$(GO) build -o $(BIN) ./cmd/generator
+
+## run: render the helloworld example with the embedded chart
+run:
+	$(GO) run ./cmd/generator render -f $(EXAMPLE)
+
+## test: every test (golden files, invalid inputs, Helm parity, helm lint, CLI)
+test:
+	$(GO) test ./...
+
+## golden: rewrite the expected files of the tests and the files generated from
+## the schema (chart/values.yaml, chart/values.schema.json); review the diff
+golden:
+	$(GO) test ./... -update
+
+## generate: rewrite only the files generated from schema/settings.schema.json
+generate:
+	$(GO) test ./chart ./pkg/settings -run 'TestValuesSchemaIsTheSettingsSchema|TestValuesFileIsGeneratedFromTheSchema' -update
+
+## lint: gofmt, go vet, and helm lint --strict with the helm command of go.mod
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool helm lint --strict chart -f $(EXAMPLE)
+
+## fmt: format the Go code
+fmt:
+	gofmt -w .
