@@ -27,7 +27,14 @@ type Streams struct {
 
 // Run runs the generator with args (without the program name) and returns the
 // exit code. Nothing is written to Out unless the command succeeds.
-func Run(args []string, s Streams) int {
+func Run(args []string, s Streams) (code int) {
+	defer func() {
+		// A bug must not show the user a Go stack trace: say what happened.
+		if r := recover(); r != nil {
+			fmt.Fprintf(s.Err, "Error: internal error: %v\nThis is a bug in the generator; please report it with the command and settings that caused it.\n", r)
+			code = ExitInvalid
+		}
+	}()
 	root := newRoot(s)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -196,3 +196,16 @@ func TestGeneratorVersionAnnotation(t *testing.T) {
 	annotations := objects[0]["metadata"].(map[string]any)["annotations"].(map[string]any)
 	require.Equal(t, version, annotations["torchwrap.dev/generator-version"])
 }
+
+// A panic inside a command is reported in one line, without a stack trace.
+func TestPanicsAreReportedWithoutStackTrace(t *testing.T) {
+	var out, errOut strings.Builder
+	code := cli.Run([]string{"render", "-f", "-"}, cli.Streams{In: panickingReader{}, Out: &out, Err: &errOut})
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Empty(t, out.String())
+	require.Equal(t, "Error: internal error: boom\nThis is a bug in the generator; please report it with the command and settings that caused it.\n", errOut.String())
+}
+
+type panickingReader struct{}
+
+func (panickingReader) Read([]byte) (int, error) { panic("boom") }
