@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/generator
 EXAMPLE ?= examples/helloworld.settings.yaml
 
-.PHONY: build run test golden generate lint fmt
+.PHONY: build run test e2e golden generate lint fmt
 
 ## build: the generator binary, in bin/
 build:
@@ -16,6 +16,11 @@ run:
 ## test: every test (golden files, invalid inputs, Helm parity, helm lint, CLI)
 test:
 	$(GO) test ./...
+
+## e2e: every example against a real kube-apiserver on 127.0.0.1, built from Go
+## modules (the first run builds etcd, kube-apiserver and kubectl: minutes)
+e2e:
+	$(GO) test -tags e2e -count=1 -timeout 60m -v ./pkg/e2e/
 
 ## golden: rewrite the expected files of the tests and the files generated from
 ## the schema (chart/values.yaml, chart/values.schema.json); review the diff

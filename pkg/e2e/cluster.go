@@ -1,0 +1,354 @@
+// Package e2e runs a real Kubernetes API server (etcd and kube-apiserver) on
+// 127.0.0.1 for end-to-end tests, from binaries built from Go modules.
+//
+// The binaries are built from the module in testdata/e2e/kube, which pins
+// their versions, and cached outside the repository (in the user's cache
+// folder, keyed by that module's go.sum), so later runs reuse them. Every
+// process started is stopped by Stop, and dies with the test process if that
+// is killed first.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// KubeVersion is the Kubernetes release of kube-apiserver and kubectl; it
+// must match the require line of testdata/e2e/kube/go.mod.
+const KubeVersion = "1.33.13"
+
+// Binaries are the paths of the built programs.
+type Binaries struct {
+	Etcd, APIServer, Kubectl string
+}
+
+// Build builds etcd, kube-apiserver and kubectl from the module in
+// kubeModule, or reuses them from the cache. logf reports progress.
+func Build(kubeModule string, logf func(string, ...any)) (Binaries, error) {
+	key, err := cacheKey(kubeModule)
+	if err != nil {
+		return Binaries{}, err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return Binaries{}, err
+	}
+	dir := filepath.Join(cache, "torchwrap-generator", "e2e", "kube-"+KubeVersion+"-"+key)
+	bins := Binaries{
+		Etcd:      filepath.Join(dir, "etcd"),
+		APIServer: filepath.Join(dir, "kube-apiserver"),
+		Kubectl:   filepath.Join(dir, "kubectl"),
+	}
+	major, minor, _ := strings.Cut(KubeVersion, ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	// Real version strings: kubectl refuses to talk to a server whose version
+	// it cannot parse. -s -w strips about 40% off the binaries.
+	ldflags := "-s -w"
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		ldflags += fmt.Sprintf(" -X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean",
+			pkg, KubeVersion, pkg, major, pkg, minor, pkg)
+	}
+	for _, b := range []struct{ out, pkg, ldflags string }{
+		{bins.APIServer, "k8s.io/kubernetes/cmd/kube-apiserver", ldflags},
+		{bins.Kubectl, "k8s.io/kubernetes/cmd/kubectl", ldflags},
+		{bins.Etcd, "go.etcd.io/etcd/server/v3", "-s -w"},
+	} {
+		if _, err := os.Stat(b.out); err == nil {
+			logf("reusing %s", b.out)
+			continue
+		}
+		start := time.Now()
+		logf("building %s (a cold build takes minutes)", b.pkg)
+		tmp := b.out + ".partial"
+		cmd := exec.Command("go", "build", "-ldflags", b.ldflags, "-o", tmp, b.pkg)
+		cmd.Dir = kubeModule
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return Binaries{}, fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
+		}
+		if err := os.Rename(tmp, b.out); err != nil {
+			return Binaries{}, err
+		}
+		logf("built %s in %s", b.out, time.Since(start).Round(time.Second))
+	}
+	return bins, nil
+}
+
+// cacheKey identifies a build: the pinned module and the Go version.
+func cacheKey(kubeModule string) (string, error) {
+	h := sha256.New()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join(kubeModule, f))
+		if err != nil {
+			return "", err
+		}
+		h.Write(data)
+	}
+	out, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		return "", err
+	}
+	h.Write(out)
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// Cluster is a running etcd and kube-apiserver.
+type Cluster struct {
+	Kubeconfig string
+	bins       Binaries
+	dir        string
+	procs      []*process
+}
+
+// process is a started program; done is closed once it has exited.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// token is the static bearer token of the admin user, valid only for this
+// throwaway server on loopback.
+const token = "e2e-admin-token"
+
+// Start starts etcd and kube-apiserver with their data, keys and logs in dir,
+// and waits until the API server is ready. On error, what was started is
+// stopped.
+func Start(bins Binaries, dir string) (c *Cluster, err error) {
+	c = &Cluster{bins: bins, dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
+	defer func() {
+		if err != nil {
+			c.Stop()
+			c = nil
+		}
+	}()
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	if err := writeKeys(dir); err != nil {
+		return nil, err
+	}
+
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	// --unsafe-no-fsync: the data is thrown away.
+	if err := c.start("etcd", bins.Etcd, "--name=e2e", "--data-dir="+filepath.Join(dir, "etcd-data"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=e2e="+peerURL, "--unsafe-no-fsync", "--log-level=warn"); err != nil {
+		return nil, err
+	}
+	// AlwaysAllow: no RBAC to set up. No ServiceAccount admission: no
+	// controller creates service accounts here. No endpoint reconciler:
+	// 127.0.0.1 is not a valid Endpoints address.
+	if err := c.start("kube-apiserver", bins.APIServer,
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", apiPort),
+		"--cert-dir="+filepath.Join(dir, "certs"),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+filepath.Join(dir, "sa.pub"),
+		"--service-account-signing-key-file="+filepath.Join(dir, "sa.key"),
+		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
+		"--authorization-mode=AlwaysAllow",
+		"--disable-admission-plugins=ServiceAccount",
+		"--endpoint-reconciler-type=none",
+		"--service-cluster-ip-range=10.0.0.0/24"); err != nil {
+		return nil, err
+	}
+	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	if err := c.waitReady(server, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	kubeconfig := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: admin
+  user:
+    token: %s
+contexts:
+- name: e2e
+  context: {cluster: e2e, user: admin, namespace: default}
+current-context: e2e
+`, server, filepath.Join(dir, "certs", "apiserver.crt"), token)
+	return c, os.WriteFile(c.Kubeconfig, []byte(kubeconfig), 0o600)
+}
+
+// start starts a program in its own process group; its output goes to
+// dir/<name>.log. The process is killed if the test process dies.
+func (c *Cluster) start(name, path string, args ...string) error {
+	log, err := os.Create(filepath.Join(c.dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	c.procs = append(c.procs, p)
+	go func() {
+		cmd.Wait()
+		log.Close()
+		close(p.done)
+	}()
+	return nil
+}
+
+func (c *Cluster) waitReady(server string, timeout time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		// Only to poll readiness; kubectl verifies the certificate.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
+	}}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, p := range c.procs {
+			if p.exited() {
+				return fmt.Errorf("%s exited: %s\n%s", p.name, p.cmd.ProcessState, c.logTail())
+			}
+		}
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, server+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if resp, err := client.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("kube-apiserver not ready after %s\n%s", timeout, c.logTail())
+}
+
+func (c *Cluster) logTail() string {
+	var b strings.Builder
+	for _, p := range c.procs {
+		data, _ := os.ReadFile(filepath.Join(c.dir, p.name+".log"))
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		fmt.Fprintf(&b, "--- last lines of %s.log\n%s\n", p.name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+	}
+	return b.String()
+}
+
+// Stop stops every process Start started, the API server first, each with
+// SIGTERM to its process group and, after 10 seconds, SIGKILL. It waits for
+// each to exit and returns the PIDs it stopped.
+func (c *Cluster) Stop() []int {
+	var pids []int
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		pid := p.cmd.Process.Pid
+		pids = append(pids, pid)
+		syscall.Kill(-pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-pid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	c.procs = nil
+	return pids
+}
+
+// Running lists the PIDs of the processes that have not exited.
+func (c *Cluster) Running() []int {
+	var pids []int
+	for _, p := range c.procs {
+		if !p.exited() {
+			pids = append(pids, p.cmd.Process.Pid)
+		}
+	}
+	return pids
+}
+
+// Kubectl runs the built kubectl against the cluster, with stdin as its
+// standard input. It never uses a kubectl found on the machine.
+func (c *Cluster) Kubectl(stdin []byte, args ...string) (string, error) {
+	cmd := exec.Command(c.bins.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// writeKeys writes the service-account signing key pair and the token file.
+func writeKeys(dir string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"sa.key":     pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		"sa.pub":     pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
+		"tokens.csv": []byte(token + ",admin,admin-uid,system:masters\n"),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/torchwrap/generator/pkg/e2e"
+	"github.com/torchwrap/generator/pkg/fidelity"
+	"github.com/torchwrap/generator/pkg/golden"
+)
+
+// TestExamplesOnARealAPIServer renders every example with the generator
+// binary and hands it to a real kube-apiserver with the AppWrapper and
+// PyTorchJob CRDs, and the CRDs built from our T9k schema, installed: strict server-side dry-run, a real create, a get
+// that returns what was sent, and a delete; the wrapped job is also applied
+// on its own, since the AppWrapper CRD does not look inside its template.
+func TestExamplesOnARealAPIServer(t *testing.T) {
+	cluster := startCluster(t)
+	generator := buildGenerator(t)
+
+	crds, err := fidelity.T9kCRDs()
+	require.NoError(t, err)
+	for _, upstream := range []fidelity.UpstreamCRD{fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD} {
+		data, err := upstream.Read()
+		require.NoError(t, err)
+		crds = append(crds, data)
+	}
+	for _, data := range crds {
+		var meta struct{ Metadata struct{ Name string } }
+		require.NoError(t, sigsyaml.Unmarshal(data, &meta))
+		// create, not apply: the PyTorchJob CRD is too large for the
+		// last-applied-configuration annotation of a client-side apply.
+		kubectl(t, cluster, data, "create", "-f", "-")
+		waitEstablished(t, cluster, meta.Metadata.Name)
+	}
+
+	examples, err := filepath.Glob("../../examples/*.settings.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, examples)
+	for _, example := range examples {
+		t.Run(filepath.Base(example), func(t *testing.T) {
+			manifest := run(t, nil, generator, "render", "-f", example)
+			objects := golden.Objects(t, manifest)
+			require.Len(t, objects, 1)
+			sent := jsonObject(t, objects[0])
+			name, namespace := nameAndNamespace(sent)
+			ensureNamespace(t, cluster, namespace)
+
+			kubectl(t, cluster, manifest, "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+			kubectl(t, cluster, manifest, "create", "--validate=strict", "-f", "-")
+			got := jsonObject(t, []byte(kubectl(t, cluster, nil, "get", "appwrapper", name, "-n", namespace, "-o", "json")))
+			require.Equal(t, sent["spec"], got["spec"], "the API server keeps the spec as sent")
+			for _, field := range []string{"labels", "annotations"} {
+				sentMeta, gotMeta := sent["metadata"].(map[string]any), got["metadata"].(map[string]any)
+				if want, ok := sentMeta[field].(map[string]any); ok {
+					require.Subset(t, gotMeta[field], want)
+				}
+			}
+
+			for _, job := range fidelity.Wrapped(objects[0]) {
+				job["metadata"].(map[string]any)["namespace"] = namespace
+				kubectl(t, cluster, mustJSON(t, job), "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+			}
+
+			kubectl(t, cluster, manifest, "delete", "--wait=true", "-f", "-")
+			_, err := cluster.Kubectl(nil, "get", "appwrapper", name, "-n", namespace)
+			require.ErrorContains(t, err, "NotFound")
+		})
+	}
+
+	// Every golden output, and the job it wraps, passes a strict server-side
+	// dry-run too.
+	goldens, err := filepath.Glob("../../testdata/golden/*/expected.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, goldens)
+	for _, file := range goldens {
+		t.Run("golden/"+filepath.Base(filepath.Dir(file)), func(t *testing.T) {
+			manifest, err := os.ReadFile(file)
+			require.NoError(t, err)
+			aw := golden.Objects(t, manifest)[0]
+			_, namespace := nameAndNamespace(aw)
+			ensureNamespace(t, cluster, namespace)
+			kubectl(t, cluster, manifest, "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+			for _, job := range fidelity.Wrapped(aw) {
+				job["metadata"].(map[string]any)["namespace"] = namespace
+				kubectl(t, cluster, mustJSON(t, job), "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+			}
+		})
+	}
+
+	// Broken on purpose: strict validation on the server refuses unknown
+	// fields, in the AppWrapper and in the wrapped job applied on its own.
+	// Inside the AppWrapper's template the server does not look: that is why
+	// the wrapped job is checked on its own above.
+	manifest := run(t, nil, generator, "render", "-f", "../../examples/helloworld.settings.yaml")
+	aw := golden.Objects(t, manifest)[0]
+	aw["spec"].(map[string]any)["suspended"] = false
+	_, err = cluster.Kubectl(mustJSON(t, aw), "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+	require.ErrorContains(t, err, `unknown field "spec.suspended"`)
+
+	aw = golden.Objects(t, manifest)[0]
+	job := fidelity.Wrapped(aw)[0]
+	master := job["spec"].(map[string]any)["pytorchReplicaSpecs"].(map[string]any)["Master"].(map[string]any)
+	master["template"].(map[string]any)["spec"].(map[string]any)["hostname_typo"] = "x"
+	kubectl(t, cluster, mustJSON(t, aw), "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+	_, err = cluster.Kubectl(mustJSON(t, job), "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+	require.ErrorContains(t, err, `unknown field "spec.pytorchReplicaSpecs.Master.template.spec.hostname_typo"`)
+}
+
+// startCluster builds (or reuses) the binaries and starts a cluster that is
+// stopped when the test ends, pass or fail; nothing is left running.
+func startCluster(t *testing.T) *e2e.Cluster {
+	t.Helper()
+	bins, err := e2e.Build("../../testdata/e2e/kube", t.Logf)
+	require.NoError(t, err)
+	cluster, err := e2e.Start(bins, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		pids := cluster.Stop()
+		t.Logf("stopped processes %v", pids)
+		for _, pid := range pids {
+			require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "process %d is still running", pid)
+		}
+	})
+	return cluster
+}
+
+func buildGenerator(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "generator")
+	run(t, nil, "go", "build", "-o", bin, "../../cmd/generator")
+	return bin
+}
+
+func run(t *testing.T, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), errOut.String())
+	return out
+}
+
+func kubectl(t *testing.T, c *e2e.Cluster, stdin []byte, args ...string) string {
+	t.Helper()
+	out, err := c.Kubectl(stdin, args...)
+	require.NoError(t, err)
+	return out
+}
+
+// waitEstablished polls the CRD's Established condition: kubectl wait fails,
+// instead of waiting, while a new CRD has no conditions yet.
+func waitEstablished(t *testing.T, c *e2e.Cluster, crd string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		out, err := c.Kubectl(nil, "get", "crd", crd, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
+		return err == nil && out == "True"
+	}, time.Minute, 200*time.Millisecond, "CRD %s not Established", crd)
+}
+
+func ensureNamespace(t *testing.T, c *e2e.Cluster, namespace string) {
+	t.Helper()
+	if _, err := c.Kubectl(nil, "get", "namespace", namespace); err != nil {
+		kubectl(t, c, nil, "create", "namespace", namespace)
+	}
+}
+
+func nameAndNamespace(obj map[string]any) (string, string) {
+	meta := obj["metadata"].(map[string]any)
+	namespace, _ := meta["namespace"].(string)
+	if namespace == "" {
+		namespace = "default"
+	}
+	return meta["name"].(string), namespace
+}
+
+// jsonObject reads an object (YAML or JSON text, or a decoded object) into
+// the types encoding/json gives, so that objects from both sides compare.
+func jsonObject(t *testing.T, v any) map[string]any {
+	t.Helper()
+	data, ok := v.([]byte)
+	if !ok {
+		data = mustJSON(t, v)
+	}
+	data, err := sigsyaml.YAMLToJSON(data)
+	require.NoError(t, err)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(data, &obj))
+	return obj
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return data
+}

@@ -1,0 +1,11 @@
+//go:build tools
+
+// Package tools names the main packages this module builds, so that go mod
+// tidy records everything they need.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
