@@ -46,14 +46,14 @@ import (
 
 // The layers of checking; each Finding names the one that found it.
 const (
-	LayerCRD               = "CRD"                 // the kind's CRD, as the API server validates a create with strict field validation
-	LayerPodSpec           = "PodSpec"             // a pod template decoded strictly as core/v1
-	LayerPodSets           = "podSets"             // the AppWrapper controller's podSet resolution
-	LayerAppWrapperWebhook = "AppWrapper webhook"  // the other rules of AppWrapper's validating webhook
-	LayerJobWebhook        = "job webhook"         // the wrapped job's own validating webhook
-	LayerManifest          = "manifest"            // the YAML stream itself
-	maxPodSets             = 8                     // Kueue's limit on podSets per workload
-	defaultNamespace       = "default"             // what kubectl apply gives objects without a namespace
+	LayerCRD               = "CRD"                // the kind's CRD, as the API server validates a create with strict field validation
+	LayerPodSpec           = "PodSpec"            // a pod template decoded strictly as core/v1
+	LayerPodSets           = "podSets"            // the AppWrapper controller's podSet resolution
+	LayerAppWrapperWebhook = "AppWrapper webhook" // the other rules of AppWrapper's validating webhook
+	LayerJobWebhook        = "job webhook"        // the wrapped job's own validating webhook
+	LayerManifest          = "manifest"           // the YAML stream itself
+	maxPodSets             = 8                    // Kueue's limit on podSets per workload
+	defaultNamespace       = "default"            // what kubectl apply gives objects without a namespace
 )
 
 // Finding is one reason a cluster would refuse the manifest.
