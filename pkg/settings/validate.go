@@ -94,13 +94,17 @@ func (v *Validator) Validate(values map[string]any) []Issue {
 			return append(issues, Issue{Message: "cannot validate the settings: " + err.Error()})
 		}
 		for _, e := range schemaErrors(result) {
+			path := e.path
 			switch e.Type() {
 			case "condition_then", "condition_else", "number_all_of":
 				continue
+			case "required":
+				name, _ := e.Details()["property"].(string)
+				path = append(path[:len(path):len(path)], name)
 			}
-			if !reported[e.path.String()] {
-				reported[e.path.String()] = true
-				issues = append(issues, Issue{Path: e.path, Message: r.message})
+			if !reported[path.String()] {
+				reported[path.String()] = true
+				issues = append(issues, Issue{Path: path, Message: r.message})
 			}
 		}
 	}
@@ -280,6 +284,9 @@ func (v *Validator) valueIssue(e schemaError) Issue {
 		is.Message = e.Description()
 		if text := node.ErrorText(); text != "" {
 			is.Message = text
+			if isScalar(value) || isString(value) {
+				is.Message = show(value) + " " + text
+			}
 		}
 	}
 	return is
@@ -373,6 +380,11 @@ func assign(name, value string) string {
 		return value
 	}
 	return name + ": " + value
+}
+
+func isString(value any) bool {
+	_, ok := value.(string)
+	return ok
 }
 
 func isScalar(value any) bool {
