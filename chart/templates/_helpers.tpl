@@ -104,8 +104,120 @@ reported at once, one per line, each as "key.path: what is wrong; how to fix it"
 {{- $_ := set $owners $value $entry -}}
 {{- end -}}
 {{- end -}}
+{{- if eq $v.jobKind "DeepSpeedJob" -}}
+{{- range $entry := .storage -}}
+{{- $mount := trimSuffix "/" $entry.mount.mountPath -}}
+{{- $hidden := list -}}
+{{- range $reserved := list "/root/.ssh" "/t9k/hostfile" "/root/.deepspeed_env" -}}
+{{- if or (eq $mount $reserved) (hasPrefix (print $mount "/") $reserved) (hasPrefix (print $reserved "/") $mount) -}}
+{{- $hidden = append $hidden $reserved -}}
+{{- end -}}
+{{- end -}}
+{{- with $hidden -}}
+{{- $problems = append $problems (printf "%s: %q would hide %s, which the DeepSpeed launcher needs to reach the other workers; mount %s elsewhere" $entry.pathKey $entry.mount.mountPath (join " and " .) $entry.what) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- with $v.elastic -}}
+{{- if gt (int .minPods) (int $v.numPods) -}}
+{{- $problems = append $problems (printf "elastic.minPods: %d is more than numPods (%d), the pods the job starts with; lower minPods or raise numPods" (int .minPods) (int $v.numPods)) -}}
+{{- end -}}
+{{- if lt (int .maxPods) (int $v.numPods) -}}
+{{- $problems = append $problems (printf "elastic.maxPods: %d is less than numPods (%d), the pods the job starts with; raise maxPods or lower numPods" (int .maxPods) (int $v.numPods)) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq (include "torchwrap.wordsOfMainProgram" $v) "true" -}}
+{{- with (include "torchwrap.words" $v.mainProgram | fromJson).error -}}
+{{- $problems = append $problems (printf "mainProgram: %s; it is split into words as a shell would (without running one), so close every quote and escape a final backslash" .) -}}
+{{- end -}}
+{{- end -}}
 {{- with $problems -}}
 {{- fail (join "\n" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+torchwrap.wordsOfMainProgram: "true" when the job runs its mainProgram without
+a shell, as a list of words: a DeepSpeedJob, and a PyTorchTrainingJob in T9k's
+torchrun mode.
+*/ -}}
+{{- define "torchwrap.wordsOfMainProgram" -}}
+{{- or (and (eq .jobKind "DeepSpeedJob") (not (empty .mainProgram))) (eq (include "torchwrap.t9kTorchrun" .) "true") -}}
+{{- end -}}
+
+{{- /*
+torchwrap.t9kTorchrun: "true" when a PyTorchTrainingJob launches with T9k's own
+torchrun: it has a mainProgram and no setupCommands.
+*/ -}}
+{{- define "torchwrap.t9kTorchrun" -}}
+{{- and (eq .jobKind "PyTorchTrainingJob") (not (empty .mainProgram)) (empty .setupCommands) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.words: a command line split into words as a POSIX shell splits it,
+without expanding anything: blanks separate words; '...' keeps everything;
+"..." keeps everything but \ before $ ` " \ or a newline; \ outside quotes keeps
+the next character, and a backslash-newline joins lines. Returns {"words": [...]},
+or {"error": "..."} for an unclosed quote or a final backslash.
+*/ -}}
+{{- define "torchwrap.words" -}}
+{{- $words := list -}}
+{{- $word := "" -}}
+{{- $inWord := false -}}
+{{- $quote := "" -}}
+{{- $escape := false -}}
+{{- range $c := splitList "" . -}}
+{{- if $escape -}}
+{{- $escape = false -}}
+{{- if eq $quote "\"" -}}
+{{- if has $c (list "$" "`" "\"" "\\") -}}
+{{- $word = print $word $c -}}
+{{- else if ne $c "\n" -}}
+{{- $word = print $word "\\" $c -}}
+{{- end -}}
+{{- else if ne $c "\n" -}}
+{{- $word = print $word $c -}}
+{{- $inWord = true -}}
+{{- end -}}
+{{- else if eq $quote "'" -}}
+{{- if eq $c "'" -}}
+{{- $quote = "" -}}
+{{- else -}}
+{{- $word = print $word $c -}}
+{{- end -}}
+{{- else if eq $quote "\"" -}}
+{{- if eq $c "\"" -}}
+{{- $quote = "" -}}
+{{- else if eq $c "\\" -}}
+{{- $escape = true -}}
+{{- else -}}
+{{- $word = print $word $c -}}
+{{- end -}}
+{{- else if has $c (list " " "\t" "\n") -}}
+{{- if $inWord -}}
+{{- $words = append $words $word -}}
+{{- $word = "" -}}
+{{- $inWord = false -}}
+{{- end -}}
+{{- else if has $c (list "'" "\"") -}}
+{{- $quote = $c -}}
+{{- $inWord = true -}}
+{{- else if eq $c "\\" -}}
+{{- $escape = true -}}
+{{- else -}}
+{{- $word = print $word $c -}}
+{{- $inWord = true -}}
+{{- end -}}
+{{- end -}}
+{{- if $quote -}}
+{{- toJson (dict "error" (printf "a %s quote is not closed" $quote)) -}}
+{{- else if $escape -}}
+{{- toJson (dict "error" "it ends with a backslash") -}}
+{{- else -}}
+{{- if $inWord -}}
+{{- $words = append $words $word -}}
+{{- end -}}
+{{- toJson (dict "words" $words) -}}
 {{- end -}}
 {{- end -}}
 
@@ -199,12 +311,19 @@ export RANK=$SAKKARA_RANK
 
 {{- /*
 torchwrap.podTemplate: the PodTemplateSpec shared by every replica of every job
-kind. Takes the render context as .ctx and the training container's command as
-.command.
+kind. Takes the render context as .ctx, and the training container's name, and
+its command and args when the kind sets them, as .containerName, .command and
+.args.
 */ -}}
 {{- define "torchwrap.podTemplate" -}}
 {{- $v := .ctx.Values -}}
-{{- $container := dict "name" "pytorch" "image" $v.containerImage "imagePullPolicy" $v.imagePullPolicy "command" .command -}}
+{{- $container := dict "name" .containerName "image" $v.containerImage "imagePullPolicy" $v.imagePullPolicy -}}
+{{- with .command -}}
+{{- $_ := set $container "command" . -}}
+{{- end -}}
+{{- with .args -}}
+{{- $_ := set $container "args" . -}}
+{{- end -}}
 {{- $_ := set $container "resources" (include "torchwrap.resources" $v | fromJson) -}}
 {{- with (include "torchwrap.env" $v | fromJson).env -}}
 {{- $_ := set $container "env" . -}}

@@ -8,7 +8,7 @@ infers the podSets of a PyTorchJob by itself, so the component declares none.
 {{- define "torchwrap.component.PyTorchJob" -}}
 {{- $v := .Values -}}
 {{- $command := list "sh" "-c" (include "torchwrap.pytorchjob.script" $v) -}}
-{{- $pod := include "torchwrap.podTemplate" (dict "ctx" . "command" $command) | fromJson -}}
+{{- $pod := include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" $command) | fromJson -}}
 {{- $replicaSpecs := dict "Master" (dict "replicas" 1 "restartPolicy" $v.restartPolicy "template" $pod) -}}
 {{- if gt (int $v.numPods) 1 -}}
 {{- $_ := set $replicaSpecs "Worker" (dict "replicas" (sub (int $v.numPods) 1) "restartPolicy" $v.restartPolicy "template" $pod) -}}

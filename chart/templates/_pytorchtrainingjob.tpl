@@ -1,0 +1,88 @@
+{{- /*
+T9k's PyTorchTrainingJob (batch.tensorstack.dev/v1beta1) as an AppWrapper
+component.
+
+replicaSpecs: master x1, then worker x(numPods-1), no worker entry for one pod.
+It launches in one of two ways:
+- torchrun mode, when there is a mainProgram and no setupCommands: T9k's own
+  torchrun (torchrunConfig) runs the first container's args, mainProgram split
+  into words; no shell runs, so $VAR is not expanded (Kubernetes expands
+  $(VAR)). Elastic training needs this mode.
+- script mode, otherwise: the container runs sh -c with the setup commands,
+  then a torchrun line for the MASTER_ADDR and MASTER_PORT T9k sets.
+*/ -}}
+{{- define "torchwrap.component.PyTorchTrainingJob" -}}
+{{- $v := .Values -}}
+{{- $spec := include "torchwrap.t9kSpec" $v | fromJson -}}
+{{- $torchrun := $v.torchrun | default dict -}}
+{{- $pod := dict -}}
+{{- if eq (include "torchwrap.t9kTorchrun" $v) "true" -}}
+{{- $config := dict "enabled" true "procPerNode" (include "torchwrap.processesPerPod" $v) "rdzvBackend" "c10d" -}}
+{{- if hasKey $torchrun "maxRestarts" -}}
+{{- $_ := set $config "maxRestarts" $torchrun.maxRestarts -}}
+{{- end -}}
+{{- with $torchrun.extraOptions -}}
+{{- $_ := set $config "extraOptions" . -}}
+{{- end -}}
+{{- $_ := set $spec "torchrunConfig" $config -}}
+{{- $args := (include "torchwrap.words" $v.mainProgram | fromJson).words -}}
+{{- $pod = include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" (list "python") "args" $args) | fromJson -}}
+{{- else -}}
+{{- $command := list "sh" "-c" (include "torchwrap.pytorchtrainingjob.script" $v) -}}
+{{- $pod = include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" $command) | fromJson -}}
+{{- end -}}
+{{- with $v.tensorboardSpec -}}
+{{- $_ := set $spec "tensorboardSpec" . -}}
+{{- end -}}
+
+{{- $replicaSpecs := list -}}
+{{- $podSets := list -}}
+{{- $workers := sub (int $v.numPods) 1 -}}
+{{- range $i, $replicas := list (dict "type" "master" "replicas" 1) (dict "type" "worker" "replicas" $workers) -}}
+{{- if gt (int $replicas.replicas) 0 -}}
+{{- $entry := merge (dict "restartPolicy" $v.restartPolicy "template" $pod) $replicas -}}
+{{- with $v.elastic -}}
+{{- if hasKey . "scalingWeight" -}}
+{{- $_ := set $entry "scalingWeight" .scalingWeight -}}
+{{- end -}}
+{{- end -}}
+{{- $replicaSpecs = append $replicaSpecs $entry -}}
+{{- $podSets = append $podSets (dict "path" (printf "template.spec.replicaSpecs[%d].template" $i) "replicas" $replicas.replicas) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $spec "replicaSpecs" $replicaSpecs -}}
+
+{{- $metadata := dict "name" $v.jobName -}}
+{{- with .customLabels -}}
+{{- $_ := set $metadata "labels" . -}}
+{{- end -}}
+{{- $job := dict "apiVersion" "batch.tensorstack.dev/v1beta1" "kind" "PyTorchTrainingJob" "metadata" $metadata "spec" $spec -}}
+{{- toJson (dict "template" $job "podSets" $podSets) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.pytorchtrainingjob.script: the script of script mode. T9k sets
+MASTER_ADDR and MASTER_PORT (the master replica's address); torchrun meets
+there with a c10d rendezvous, which assigns each pod its rank.
+*/ -}}
+{{- define "torchwrap.pytorchtrainingjob.script" -}}
+echo "Pod ${RANK} of ${WORLD_SIZE}; master at ${MASTER_ADDR}:${MASTER_PORT}"
+{{- include "torchwrap.setupScript" . }}
+{{- if .mainProgram }}
+{{- $torchrun := .torchrun | default dict }}
+{{- $options := list (printf "--nnodes=%d" (int .numPods)) (printf "--nproc_per_node=%s" (include "torchwrap.processesPerPod" .)) "--rdzv_backend=c10d" }}
+{{- if hasKey $torchrun "maxRestarts" }}
+{{- $options = append $options (printf "--max_restarts=%d" (int $torchrun.maxRestarts)) }}
+{{- end }}
+{{- range $torchrun.extraOptions }}
+{{- $options = append $options (include "torchwrap.shellQuote" .) }}
+{{- end }}
+echo "Starting torchrun on {{ int .numPods }} pods"
+torchrun {{ join " " $options }} --rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}" {{ .mainProgram }}
+{{- end }}
+{{ end -}}
+
+{{- /* torchwrap.shellQuote: a word quoted for sh, as it is. */ -}}
+{{- define "torchwrap.shellQuote" -}}
+'{{ replace "'" "'\\''" . }}'
+{{- end -}}
