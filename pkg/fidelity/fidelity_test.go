@@ -280,3 +280,27 @@ func TestUpstreamCRDsAreThePinnedOnes(t *testing.T) {
 		require.NotEmpty(t, parsed.GVK.Kind)
 	}
 }
+
+// AppWrapper cannot infer the pods of T9k jobs, so it trusts the declared
+// podSets: the checker holds them to the job's own pod templates and counts.
+func TestT9kPodSetsMustMatchTheJob(t *testing.T) {
+	c := newChecker(t)
+	for name, breakIt := range map[string]func(comp map[string]any){
+		"a replica count that differs": func(comp map[string]any) {
+			comp["podSets"].([]any)[1].(map[string]any)["replicas"] = 5
+		},
+		"a missing podSet": func(comp map[string]any) {
+			comp["podSets"] = comp["podSets"].([]any)[:1]
+		},
+		"no podSets at all": func(comp map[string]any) { delete(comp, "podSets") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			objects := golden.Objects(t, renderFile(t, "../../examples/pytorchtrainingjob-torchrun.settings.yaml"))
+			aw := objects[0]
+			require.Empty(t, c.CheckObject(aw), "the unbroken manifest passes")
+			breakIt(aw["spec"].(map[string]any)["components"].([]any)[0].(map[string]any))
+			findings := c.CheckObject(aw)
+			require.Equal(t, []string{fidelity.LayerPodSets}, findings.Layers(), findings.Error())
+		})
+	}
+}
