@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	"helm.sh/helm/v3/pkg/strvals"
@@ -27,6 +28,10 @@ type Options struct {
 	SetStrings []string  // key=value, Helm's --set-string syntax
 	Stdin      io.Reader // read for "-"
 }
+
+// MaxFileSize is the largest settings file read: real ones are a few KiB, and
+// the cap keeps memory bounded whatever file is given.
+const MaxFileSize = 1 << 20
 
 // UsageError means the settings could not be read at all: a missing file, a
 // malformed --set. It is the command line that needs fixing.
@@ -48,6 +53,7 @@ type source struct {
 	name   string
 	doc    *yaml.Node     // the parsed file, with positions
 	values map[string]any // what one --set argument sets
+	index  map[string]located
 }
 
 // Load reads and merges the settings. Unreadable files and malformed --set
@@ -61,7 +67,12 @@ func Load(opts Options) (*Input, error) {
 		if err != nil {
 			return nil, UsageError{err}
 		}
-		doc, values, fileProblems := parse(name, data)
+		fileProblems := checkText(name, data)
+		var doc *yaml.Node
+		var values map[string]any
+		if len(fileProblems) == 0 {
+			doc, values, fileProblems = parse(name, data)
+		}
 		if len(fileProblems) > 0 {
 			problems = append(problems, fileProblems...)
 			continue
@@ -94,15 +105,21 @@ func Load(opts Options) (*Input, error) {
 	return in, nil
 }
 
+// readFile reads a settings file, or standard input for "-", and no more than
+// MaxFileSize+1 bytes of it: enough to tell that it is too big.
 func readFile(file string, stdin io.Reader) (name string, data []byte, err error) {
 	if file == "-" {
 		if stdin == nil {
 			return "<stdin>", nil, errors.New("-f -: no standard input to read")
 		}
-		data, err = io.ReadAll(stdin)
+		data, err = io.ReadAll(io.LimitReader(stdin, MaxFileSize+1))
 		return "<stdin>", data, err
 	}
-	data, err = os.ReadFile(file)
+	f, err := os.Open(file)
+	if err == nil {
+		defer f.Close()
+		data, err = io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	}
 	if err != nil {
 		var pathErr *os.PathError
 		if errors.As(err, &pathErr) {
@@ -110,6 +127,47 @@ func readFile(file string, stdin io.Reader) (name string, data []byte, err error
 		}
 	}
 	return file, data, err
+}
+
+// checkText refuses what cannot be a settings file before any YAML parser
+// sees it: too big, binary, or not UTF-8.
+func checkText(name string, data []byte) Problems {
+	if len(data) > MaxFileSize {
+		return Problems{{Source: name, Message: fmt.Sprintf("the file is larger than %d MiB, and settings files are a few KiB of YAML; is this the right file?", MaxFileSize>>20)}}
+	}
+	at := func(offset int, what string) Problems {
+		line := 1 + bytes.Count(data[:offset], []byte("\n"))
+		col := 1 + utf8.RuneCount(data[bytes.LastIndexByte(data[:offset], '\n')+1:offset])
+		return Problems{{Source: name, Line: line, Column: col, Message: what + "; settings files are YAML text: is this the right file?"}}
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return at(i, "the file holds binary data (a NUL byte)")
+	}
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return at(i, "the file is not UTF-8 text (an invalid byte)")
+		}
+		if !printable(r) {
+			p := at(i, "")
+			p[0].Message = fmt.Sprintf("invalid YAML: the control character U+%04X is not allowed in YAML text; remove it, or write it as the escape \\u%04X inside double quotes", r, r)
+			return p
+		}
+		i += size
+	}
+	return nil
+}
+
+// printable tells whether YAML allows r in a file: tab, line ends, and
+// everything but the C0 and C1 control characters and U+FFFE, U+FFFF.
+func printable(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r' || r == 0x85:
+		return true
+	case r < 0x20 || (r >= 0x7f && r <= 0x9f) || r == 0xfffe || r == 0xffff:
+		return false
+	}
+	return true
 }
 
 // parse reads one settings file twice: with positions, to find duplicate keys
@@ -140,12 +198,19 @@ func parse(name string, data []byte) (*yaml.Node, map[string]any, Problems) {
 			return nil, nil, at(root.Line, root.Column, fmt.Sprintf("the settings must be a mapping of keys to values, such as \"jobName: my-job\", not %s", describeNode(root)))
 		}
 	}
+	if deep := tooDeep(&doc, 0); deep != nil {
+		return nil, nil, at(deep.Line, deep.Column, fmt.Sprintf("invalid settings: lists or mappings are nested more than %d deep here, and settings are a few levels deep; is this the right file?", MaxDepth))
+	}
 	if problems := duplicateKeys(name, &doc, nil); len(problems) > 0 {
 		return nil, nil, problems
 	}
 	values := map[string]any{}
 	if err := sigsyaml.Unmarshal(data, &values); err != nil {
-		return nil, nil, at(1, 1, "cannot read the settings: "+strings.TrimPrefix(err.Error(), "error converting YAML to JSON: "))
+		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+		if strings.Contains(msg, "excessive aliasing") {
+			msg = "the YAML aliases (*name) in this file expand too many times, as an alias bomb does; write the values out, or use fewer aliases"
+		}
+		return nil, nil, at(1, 1, "cannot read the settings: "+msg)
 	}
 	return &doc, values, nil
 }
@@ -160,6 +225,9 @@ func syntaxError(err error, data []byte) (int, string) {
 		return 1, "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")
 	}
 	line, _ := strconv.Atoi(m[1])
+	if strings.HasPrefix(m[2], "exceeded max depth") {
+		return line, "invalid YAML: lists or mappings are nested more than 10000 deep here, and settings are a few levels deep; is this the right file?"
+	}
 	lines := strings.Split(string(data), "\n")
 	if line >= 1 && line <= len(lines) {
 		indent := lines[line-1][:len(lines[line-1])-len(strings.TrimLeft(lines[line-1], " \t"))]
@@ -179,6 +247,25 @@ func describeNode(n *yaml.Node) string {
 	default:
 		return "this"
 	}
+}
+
+// MaxDepth is how deep lists and mappings may nest in a settings file. The
+// deepest setting is 6 levels down; YAML parsers allow 10000, and work that
+// grows with the square of the depth there.
+const MaxDepth = 32
+
+// tooDeep returns the first node nested deeper than MaxDepth, or nil. Aliases
+// are not followed: the value reader bounds what they expand to.
+func tooDeep(n *yaml.Node, depth int) *yaml.Node {
+	if depth > MaxDepth {
+		return n
+	}
+	for _, c := range n.Content {
+		if deep := tooDeep(c, depth+1); deep != nil {
+			return deep
+		}
+	}
+	return nil
 }
 
 // duplicateKeys finds every key that appears twice in one mapping: YAML

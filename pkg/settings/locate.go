@@ -38,7 +38,7 @@ func (in *Input) locate(issue Issue) Problem {
 	for depth := len(issue.Path); depth >= 1; depth-- {
 		prefix := issue.Path[:depth]
 		for i := len(in.sources) - 1; i >= 0; i-- {
-			s := in.sources[i]
+			s := &in.sources[i]
 			if s.doc == nil {
 				if hasPath(s.values, prefix) {
 					p.Source = s.name
@@ -46,7 +46,7 @@ func (in *Input) locate(issue Issue) Problem {
 				}
 				continue
 			}
-			key, value := find(s.doc, prefix)
+			key, value := s.find(prefix)
 			if value == nil {
 				continue
 			}
@@ -68,6 +68,39 @@ func (in *Input) locate(issue Issue) Problem {
 		}
 	}
 	return p
+}
+
+// located is a key and value node of a parsed file.
+type located struct{ key, value *yaml.Node }
+
+// find returns the key and value nodes at path in the source's file, or nil
+// when the file does not set the path. Paths written out in the file are
+// looked up in an index made on first use (a file may hold very many keys);
+// others, through aliases and merge keys (<<), are searched for.
+func (s *source) find(path Path) (key, value *yaml.Node) {
+	if s.index == nil {
+		s.index = map[string]located{}
+		indexNodes(s.index, resolve(s.doc), nil, nil)
+	}
+	if l, ok := s.index[path.String()]; ok {
+		return l.key, l.value
+	}
+	return find(s.doc, path)
+}
+
+// indexNodes records the nodes of a file by path, without following aliases.
+func indexNodes(index map[string]located, n, key *yaml.Node, path Path) {
+	index[path.String()] = located{key, n}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			indexNodes(index, n.Content[i+1], n.Content[i], append(path[:len(path):len(path)], n.Content[i].Value))
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			indexNodes(index, c, nil, append(path[:len(path):len(path)], strconv.Itoa(i)))
+		}
+	}
 }
 
 // find returns the key and value nodes at path in a parsed file, or nil when
