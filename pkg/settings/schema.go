@@ -12,29 +12,33 @@ import (
 // with the keywords the generator reads besides validating: to explain a
 // problem, to write values.yaml and the settings reference.
 type Schema struct {
-	Ref         string             `json:"$ref"`
-	Type        TypeList           `json:"type"`
-	Description string             `json:"description"`
-	Section     string             `json:"x-section"`
-	Error       string             `json:"x-error"`
-	Default     json.RawMessage    `json:"default"`
-	Examples    []json.RawMessage  `json:"examples"`
-	Enum        []any              `json:"enum"`
-	Pattern     string             `json:"pattern"`
-	Minimum     *float64           `json:"minimum"`
-	Maximum     *float64           `json:"maximum"`
-	MaxLength   *int               `json:"maxLength"`
-	MinItems    *int               `json:"minItems"`
-	Required    []string           `json:"required"`
-	Properties  Properties         `json:"properties"`
-	Items       *Schema            `json:"items"`
-	AnyOf       []*Schema          `json:"anyOf"`
-	OneOf       []*Schema          `json:"oneOf"`
-	AllOf       []*Schema          `json:"allOf"`
-	Definitions map[string]*Schema `json:"definitions"`
+	Ref         string            `json:"$ref"`
+	Type        TypeList          `json:"type"`
+	Description string            `json:"description"`
+	Section     string            `json:"x-section"`
+	Error       string            `json:"x-error"`
+	Default     json.RawMessage   `json:"default"`
+	Examples    []json.RawMessage `json:"examples"`
+	Enum        []any             `json:"enum"`
+	Pattern     string            `json:"pattern"`
+	Minimum     *float64          `json:"minimum"`
+	Maximum     *float64          `json:"maximum"`
+	MaxLength   *int              `json:"maxLength"`
+	MinItems    *int              `json:"minItems"`
+	Required    []string          `json:"required"`
+	Properties  Properties        `json:"properties"`
+	Items       *Schema           `json:"items"`
+	// AdditionalProperties is the schema of the values of a map, or nil.
+	AdditionalProperties *Schema            `json:"-"`
+	AnyOf                []*Schema          `json:"anyOf"`
+	OneOf                []*Schema          `json:"oneOf"`
+	AllOf                []*Schema          `json:"allOf"`
+	Definitions          map[string]*Schema `json:"definitions"`
 
 	// root is the document, to resolve $ref against.
 	root *Schema
+	// names and lowerNames are the property names, for did-you-mean.
+	names, lowerNames []string
 }
 
 // Property is a named entry of "properties", in the order of the schema file.
@@ -93,6 +97,25 @@ func (t *TypeList) UnmarshalJSON(data []byte) error {
 	return err
 }
 
+// UnmarshalJSON reads a schema node; additionalProperties may be a boolean,
+// which says nothing about the values' schema.
+func (s *Schema) UnmarshalJSON(data []byte) error {
+	type plain Schema
+	var node struct {
+		plain
+		AdditionalProperties json.RawMessage `json:"additionalProperties"`
+	}
+	if err := json.Unmarshal(data, &node); err != nil {
+		return err
+	}
+	*s = Schema(node.plain)
+	if bytes.HasPrefix(bytes.TrimSpace(node.AdditionalProperties), []byte("{")) {
+		s.AdditionalProperties = &Schema{}
+		return json.Unmarshal(node.AdditionalProperties, s.AdditionalProperties)
+	}
+	return nil
+}
+
 // ParseSchema reads a settings schema document.
 func ParseSchema(data []byte) (*Schema, error) {
 	var root Schema
@@ -110,8 +133,11 @@ func (s *Schema) link(root *Schema) {
 	s.root = root
 	for _, p := range s.Properties {
 		p.Schema.link(root)
+		s.names = append(s.names, p.Name)
+		s.lowerNames = append(s.lowerNames, strings.ToLower(p.Name))
 	}
 	s.Items.link(root)
+	s.AdditionalProperties.link(root)
 	for _, list := range [][]*Schema{s.AnyOf, s.OneOf, s.AllOf} {
 		for _, c := range list {
 			c.link(root)
@@ -187,6 +213,10 @@ func (s *Schema) At(path Path) *Schema {
 		}
 		if cur.Items != nil {
 			cur = cur.Items
+			continue
+		}
+		if cur.AdditionalProperties != nil {
+			cur = cur.AdditionalProperties
 			continue
 		}
 		return nil

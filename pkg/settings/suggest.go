@@ -9,31 +9,44 @@ import (
 
 // closest returns the candidate a mistyped word most likely meant: the same
 // word in other letter case, the one candidate that starts with the word, or
-// one within a few edits; "" when none is close.
-func closest(word string, candidates []string) string {
-	var starting []string
-	for _, c := range candidates {
-		if strings.EqualFold(c, word) {
-			return c
+// one within a few edits; "" when none is close. lower holds the candidates
+// in lower case.
+func closest(word string, candidates, lower []string) string {
+	word = strings.ToLower(word)
+	starting := -1
+	for i, c := range lower {
+		if c == word {
+			return candidates[i]
 		}
-		if word != "" && strings.HasPrefix(strings.ToLower(c), strings.ToLower(word)) {
-			starting = append(starting, c)
-		}
-	}
-	if len(starting) == 1 {
-		return starting[0]
-	}
-	best, bestDistance := "", len(word)/3+1
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(word), strings.ToLower(c)); d <= bestDistance && (best == "" || d < editDistance(strings.ToLower(word), strings.ToLower(best))) {
-			best, bestDistance = c, d
+		if word != "" && strings.HasPrefix(c, word) {
+			if starting >= 0 {
+				starting = len(candidates) // more than one
+			} else {
+				starting = i
+			}
 		}
 	}
-	return best
+	if starting >= 0 && starting < len(candidates) {
+		return candidates[starting]
+	}
+	best, bestDistance := -1, len(word)/3+1
+	for i, c := range lower {
+		if d := editDistance(word, c, bestDistance); d < bestDistance || (d == bestDistance && best < 0) {
+			best, bestDistance = i, d
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return candidates[best]
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
+// editDistance is the Levenshtein distance between a and b, in bytes, or
+// max+1 as soon as it is known to exceed max.
+func editDistance(a, b string, max int) int {
+	if len(a)-len(b) > max || len(b)-len(a) > max {
+		return max + 1
+	}
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -41,12 +54,17 @@ func editDistance(a, b string) int {
 	}
 	for i := 1; i <= len(a); i++ {
 		cur[0] = i
+		rowMin := cur[0]
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > max {
+			return max + 1
 		}
 		prev, cur = cur, prev
 	}
@@ -68,6 +86,8 @@ func (v *Validator) suggest(node *Schema, value string) string {
 		fix = nameFix(value, true)
 	case "memory":
 		fix = quantityFix(value)
+	case "image":
+		fix = imageFix(value)
 	}
 	// Propose only what the schema accepts.
 	if fix == "" || (def.MaxLength != nil && len(fix) > *def.MaxLength) {
@@ -143,4 +163,19 @@ func quantityFix(value string) string {
 		return m[1] + unit + "i"
 	}
 	return m[1] + unit
+}
+
+// imageFix lowercases an image's repository path, which runtimes require to
+// be lowercase, and keeps its tag and digest as they are.
+func imageFix(value string) string {
+	name, digest, hasDigest := strings.Cut(strings.TrimSpace(value), "@")
+	tag := ""
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name, tag = name[:i], name[i:]
+	}
+	fixed := strings.ToLower(name) + tag
+	if hasDigest {
+		fixed += "@" + digest
+	}
+	return fixed
 }

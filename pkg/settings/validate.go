@@ -1,8 +1,10 @@
 package settings
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,12 +80,17 @@ type schemaError struct {
 // Validate returns every issue with values, the settings after the chart's
 // defaults were applied (as Helm validates them). None means valid.
 func (v *Validator) Validate(values map[string]any) []Issue {
-	loader := gojsonschema.NewGoLoader(values)
+	// Decode the values once, as gojsonschema's loaders do, for the base
+	// schema and every rule.
+	loader, err := documentLoader(values)
+	if err != nil {
+		return []Issue{{Message: "cannot validate the settings: " + err.Error()}}
+	}
 	result, err := v.base.Validate(loader)
 	if err != nil {
 		return []Issue{{Message: "cannot validate the settings: " + err.Error()}}
 	}
-	issues := v.explain(schemaErrors(result))
+	issues := append(v.explain(schemaErrors(result)), unprintable(values, nil)...)
 	reported := map[string]bool{}
 	for _, is := range issues {
 		reported[is.Path.String()] = true
@@ -109,6 +116,50 @@ func (v *Validator) Validate(values map[string]any) []Issue {
 		}
 	}
 	return issues
+}
+
+// unprintable finds text holding characters that YAML output cannot carry
+// (the controls U+007F to U+009F, U+FFFE, U+FFFF; the others a settings file
+// can only hold escaped), wherever it is in the settings: Helm's toYaml would
+// write nothing at all for them.
+func unprintable(value any, path Path) []Issue {
+	switch v := value.(type) {
+	case string:
+		for _, r := range v {
+			if !printable(r) {
+				return []Issue{{Path: path, Message: fmt.Sprintf("holds the control character U+%04X, which the manifest cannot carry; remove it", r)}}
+			}
+		}
+	case map[string]any:
+		var issues []Issue
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			issues = append(issues, unprintable(v[k], append(path[:len(path):len(path)], k))...)
+		}
+		return issues
+	case []any:
+		var issues []Issue
+		for i, item := range v {
+			issues = append(issues, unprintable(item, append(path[:len(path):len(path)], strconv.Itoa(i)))...)
+		}
+		return issues
+	}
+	return nil
+}
+
+// documentLoader gives gojsonschema the values in the form its own loaders
+// decode JSON into (numbers as json.Number), decoded once.
+func documentLoader(values map[string]any) (gojsonschema.JSONLoader, error) {
+	data, err := json.Marshal(values)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	return gojsonschema.NewRawLoader(doc), nil
 }
 
 func schemaErrors(result *gojsonschema.Result) []schemaError {
@@ -213,14 +264,12 @@ func (v *Validator) requiredIssue(e schemaError) Issue {
 func (v *Validator) unknownKeyIssue(e schemaError) Issue {
 	name, _ := e.Details()["property"].(string)
 	path := append(e.path[:len(e.path):len(e.path)], name)
-	var allowed []string
+	var allowed, lower []string
 	if parent := v.Schema.At(e.path); parent != nil {
-		for _, p := range parent.Resolved().Properties {
-			allowed = append(allowed, p.Name)
-		}
+		allowed, lower = parent.Resolved().names, parent.Resolved().lowerNames
 	}
 	msg := "unknown key"
-	switch guess := closest(name, allowed); {
+	switch guess := closest(name, allowed, lower); {
 	case guess != "":
 		msg += fmt.Sprintf("; did you mean %s?", guess)
 	case v.elsewhere(name) != "":
@@ -263,12 +312,16 @@ func (v *Validator) valueIssue(e schemaError) Issue {
 		}
 		is.Message = fmt.Sprintf("%s is not allowed; use one of %s", show(value), strings.Join(allowed, ", "))
 		if s, ok := value.(string); ok {
-			if guess := closest(s, allowed); guess != "" {
+			if guess := closest(s, allowed, lowerAll(allowed)); guess != "" {
 				is.Message = fmt.Sprintf("%s is not allowed; did you mean %s? (the choices are %s)", show(value), guess, strings.Join(allowed, ", "))
 			}
 		}
 	case "pattern", "string_gte", "string_lte":
-		is.Message = show(value) + " " + node.ErrorText()
+		text := node.ErrorText()
+		if text == "" {
+			text = "is not valid: " + e.Description()
+		}
+		is.Message = show(value) + " " + text
 		if s, ok := value.(string); ok {
 			if fix := v.suggest(node, s); fix != "" && fix != s {
 				is.Message += fmt.Sprintf("; use %q instead", fix)
@@ -380,6 +433,14 @@ func assign(name, value string) string {
 		return value
 	}
 	return name + ": " + value
+}
+
+func lowerAll(words []string) []string {
+	lower := make([]string, len(words))
+	for i, w := range words {
+		lower[i] = strings.ToLower(w)
+	}
+	return lower
 }
 
 func isString(value any) bool {
