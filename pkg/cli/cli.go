@@ -42,6 +42,7 @@ func Run(args []string, s Streams) (code int) {
 		return ExitOK
 	}
 	var problems settings.Problems
+	var strict strictError
 	var usage settings.UsageError
 	var failed runError
 	switch {
@@ -50,6 +51,12 @@ func Run(args []string, s Streams) (code int) {
 			fmt.Fprintln(s.Err, p)
 		}
 		fmt.Fprintf(s.Err, "%s in the settings; nothing was rendered\n", count(len(problems), "problem"))
+		return ExitInvalid
+	case errors.As(err, &strict):
+		for _, w := range strict.warnings {
+			fmt.Fprintln(s.Err, w)
+		}
+		fmt.Fprintf(s.Err, "%s, and --strict makes them errors; nothing was rendered\n", count(len(strict.warnings), "warning"))
 		return ExitInvalid
 	case errors.As(err, &usage), !errors.As(err, &failed):
 		// Wrong flags, arguments or files: cobra's own errors come here too.

@@ -209,3 +209,32 @@ func TestPanicsAreReportedWithoutStackTrace(t *testing.T) {
 type panickingReader struct{}
 
 func (panickingReader) Read([]byte) (int, error) { panic("boom") }
+
+// Warnings go to standard error and leave the output as it is; --strict
+// makes them errors.
+func TestWarningsAndStrict(t *testing.T) {
+	risky := "../../testdata/golden/warnings/settings.yaml"
+	out, errOut, code := generator(t, nil, "render", "-f", risky)
+	require.Equal(t, cli.ExitOK, code)
+	require.Equal(t, readFile(t, "../../testdata/golden/warnings/expected.yaml"), out)
+	require.Contains(t, errOut, ": warning: environmentVariables[0].value: HF_TOKEN looks like a credential")
+
+	out, errOut, code = generator(t, nil, "render", "-f", risky, "--strict")
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, ": warning: environmentVariables[0].value: HF_TOKEN looks like a credential")
+	require.True(t, strings.HasSuffix(errOut, "\n4 warnings, and --strict makes them errors; nothing was rendered\n"), errOut)
+
+	out, _, code = generator(t, nil, "validate", "-f", risky, "--strict")
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Empty(t, out)
+
+	target := writeFile(t, "job.yaml", "precious\n")
+	_, _, code = generator(t, nil, "render", "-f", risky, "--strict", "-o", target)
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Equal(t, "precious\n", readFile(t, target))
+
+	_, errOut, code = generator(t, nil, "render", "-f", helloworld, "--strict")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Empty(t, errOut)
+}

@@ -17,15 +17,18 @@ import (
 // render and validate.
 type inputFlags struct {
 	files, sets, setStrings []string
+	strict                  bool
 }
 
 func (f *inputFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.files, "values", "f", nil, "settings file; repeat to merge several, left to right; - reads standard input")
 	fs.StringArrayVar(&f.sets, "set", nil, "set a setting, as helm does: key=value, a.b=value, list[0]=value, list={a,b}; applied after the files")
 	fs.StringArrayVar(&f.setStrings, "set-string", nil, "like --set, but the value is always a string")
+	fs.BoolVar(&f.strict, "strict", false, "treat warnings as errors: render nothing when there is one")
 }
 
-// render loads, validates and renders the settings.
+// render loads, validates and renders the settings, and writes the warnings
+// to standard error; with --strict a warning fails the command.
 func (f *inputFlags) render(s Streams) (*render.Result, error) {
 	if len(f.files) == 0 && len(f.sets) == 0 && len(f.setStrings) == 0 {
 		return nil, settings.UsageError{Err: errors.New("no settings given; pass a settings file with -f settings.yaml")}
@@ -34,8 +37,23 @@ func (f *inputFlags) render(s Streams) (*render.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return render.Render(in)
+	result, err := render.Render(in)
+	if err != nil {
+		return nil, err
+	}
+	if f.strict && len(result.Warnings) > 0 {
+		return nil, strictError{result.Warnings}
+	}
+	for _, w := range result.Warnings {
+		fmt.Fprintln(s.Err, w)
+	}
+	return result, nil
 }
+
+// strictError is the warnings that --strict turned into errors.
+type strictError struct{ warnings settings.Problems }
+
+func (e strictError) Error() string { return e.warnings.Error() }
 
 func newRender(s Streams) *cobra.Command {
 	var in inputFlags

@@ -3,6 +3,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -50,6 +51,8 @@ type Result struct {
 	Manifest []byte
 	// Values are the settings the chart saw: the user's over the defaults.
 	Values map[string]any
+	// Warnings are advice on valid but risky settings, placed in the input.
+	Warnings settings.Problems
 }
 
 // Render applies the chart's defaults to the user's settings, validates them
@@ -82,7 +85,15 @@ func Render(in *settings.Input) (*Result, error) {
 		}
 		return nil, fmt.Errorf("the chart failed to render these settings; please report this bug: %w", err)
 	}
-	return &Result{Manifest: stream(rendered), Values: values}, nil
+	manifest := stream(rendered)
+	if len(manifest) == 0 {
+		return nil, errors.New("the chart rendered nothing for these settings; please report this bug")
+	}
+	warnings := in.Locate(settings.Warnings(values))
+	for i := range warnings {
+		warnings[i].Warning = true
+	}
+	return &Result{Manifest: manifest, Values: values, Warnings: warnings}, nil
 }
 
 // stream joins the rendered templates into one YAML stream, in template order.

@@ -61,6 +61,8 @@ type Problem struct {
 	Column  int
 	Path    Path
 	Message string
+	// Warning marks advice on a valid setting rather than an error.
+	Warning bool
 }
 
 func (p Problem) String() string {
@@ -69,6 +71,9 @@ func (p Problem) String() string {
 		where = fmt.Sprintf("%s:%d:%d", p.Source, p.Line, p.Column)
 	} else {
 		where = p.Source
+	}
+	if p.Warning {
+		where += ": warning"
 	}
 	if len(p.Path) == 0 {
 		return where + ": " + p.Message
