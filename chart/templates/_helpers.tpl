@@ -104,6 +104,16 @@ reported at once, one per line, each as "key.path: what is wrong; how to fix it"
 {{- $_ := set $owners $value $entry -}}
 {{- end -}}
 {{- end -}}
+{{- range $setting := list (list "limitCpusPerPod" "numCpusPerPod") (list "limitMemoryPerPod" "totalMemoryPerPod") -}}
+{{- $limit := index $v (first $setting) -}}
+{{- $request := index $v (last $setting) -}}
+{{- if not (kindIs "invalid" $limit) -}}
+{{- /* Refused when below the request by more than float64 rounding. */ -}}
+{{- if lt (float64 (include "torchwrap.quantity" $limit)) (mulf (float64 (include "torchwrap.quantity" $request)) (subf 1 1e-14)) -}}
+{{- $problems = append $problems (printf "%s: %v is below %s (%v), and Kubernetes refuses a limit below its request; raise it, or remove it to use the request" (first $setting) $limit (last $setting) $request) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if eq $v.jobKind "DeepSpeedJob" -}}
 {{- range $entry := .storage -}}
 {{- $mount := trimSuffix "/" $entry.mount.mountPath -}}
@@ -219,6 +229,23 @@ or {"error": "..."} for an unclosed quote or a final backslash.
 {{- end -}}
 {{- toJson (dict "words" $words) -}}
 {{- end -}}
+{{- end -}}
+
+{{- /*
+torchwrap.quantity: a Kubernetes quantity (such as 500m, 1.5Gi, 1e3, or a whole
+number) as a plain number, for comparisons.
+*/ -}}
+{{- define "torchwrap.quantity" -}}
+{{- $s := toString . -}}
+{{- $scale := 1.0 -}}
+{{- $suffix := regexFind "(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])$" $s -}}
+{{- if and $suffix (not (regexMatch "[eE][-+]?[0-9]+$" $s)) -}}
+{{- $scale = index (dict
+    "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0
+    "n" 1e-9 "u" 1e-6 "m" 1e-3 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18) $suffix -}}
+{{- $s = trimSuffix $suffix $s -}}
+{{- end -}}
+{{- mulf (float64 $s) $scale -}}
 {{- end -}}
 
 {{- /* torchwrap.affinity: keep pods off nodes that autopilot marks unhealthy and off hostIgnoreList. */ -}}
