@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/generator
 EXAMPLE ?= examples/helloworld.settings.yaml
 
-.PHONY: build run test e2e golden generate lint fmt
+.PHONY: build run test e2e fuzz golden generate lint fmt
 
 ## build: the generator binary, in bin/
 build:
@@ -21,6 +21,15 @@ test:
 ## modules (the first run builds etcd, kube-apiserver and kubectl: minutes)
 e2e:
 	$(GO) test -tags e2e -count=1 -timeout 60m -v ./pkg/e2e/
+
+## fuzz: each fuzz target for FUZZTIME (go test -fuzz); what a target finds
+## goes to its package's testdata/fuzz and becomes a test case
+FUZZTIME ?= 1m
+FUZZFLAGS = -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
+fuzz:
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzLoad$$' ./pkg/settings
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzRender$$' ./pkg/render
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzStrings$$' ./pkg/render
 
 ## golden: rewrite the expected files of the tests and the files generated from
 ## the schema (chart/values.yaml, chart/values.schema.json); review the diff

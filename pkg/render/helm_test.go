@@ -20,10 +20,19 @@ import (
 // of values files and Helm's own schema validation.
 func helmTemplate(t *testing.T, file string) []byte {
 	t.Helper()
+	manifest, err := helmRender(t, file)
+	require.NoError(t, err)
+	return manifest
+}
+
+func helmRender(t *testing.T, file string) ([]byte, error) {
+	t.Helper()
 	chrt, err := loader.Load("../../chart")
 	require.NoError(t, err)
 	vals, err := (&values.Options{ValueFiles: []string{file}}).MergeValues(getter.Providers{})
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	client := action.NewInstall(&action.Configuration{Log: t.Logf})
 	client.DryRun = true
 	client.DryRunOption = "client"
@@ -32,8 +41,10 @@ func helmTemplate(t *testing.T, file string) []byte {
 	client.ReleaseName = "release-name"
 	client.Namespace = "default"
 	rel, err := client.Run(chrt, vals)
-	require.NoError(t, err)
-	return []byte(rel.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(rel.Manifest), nil
 }
 
 // parityFiles are the settings files that must render the same with helm
@@ -58,6 +69,31 @@ func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
 			ours, err := render.Render(in)
 			require.NoError(t, err)
 			require.Equal(t, golden.Objects(t, helmTemplate(t, file)), golden.Objects(t, ours.Manifest))
+		})
+	}
+}
+
+// Every invalid case that Helm can see is refused by helm template as well:
+// by the same schema (chart/values.schema.json) or by the chart's own checks.
+// Two cannot be seen by any Helm chart: Helm's YAML reader keeps the last of
+// two duplicate keys, and reads only the first document of a file.
+func TestHelmRefusesTheInvalidCases(t *testing.T) {
+	unseen := map[string]string{
+		"duplicate-key": "Helm keeps the last of duplicate keys",
+		"two-documents": "Helm reads only the first document",
+	}
+	files, err := filepath.Glob("../../testdata/invalid/*/settings.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		name := filepath.Base(filepath.Dir(file))
+		t.Run(name, func(t *testing.T) {
+			_, err := helmRender(t, file)
+			if reason, ok := unseen[name]; ok {
+				require.NoError(t, err, "expected Helm not to see it: %s", reason)
+				return
+			}
+			require.Error(t, err)
 		})
 	}
 }

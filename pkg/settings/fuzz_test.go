@@ -1,0 +1,49 @@
+package settings
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// seedFiles adds every settings file of the repository to a fuzz corpus.
+func seedFiles(f *testing.F) {
+	for _, pattern := range []string{"../../testdata/golden/*/settings.yaml", "../../testdata/invalid/*/settings.yaml", "../../examples/*.yaml"} {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			if data, err := os.ReadFile(file); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+}
+
+// Any bytes give settings or problems: never a panic, never another error.
+func FuzzLoad(f *testing.F) {
+	seedFiles(f)
+	validator, err := DefaultValidator()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := Load(Options{Files: []string{"-"}, Stdin: bytes.NewReader(data)})
+		if err != nil {
+			var problems Problems
+			if !errors.As(err, &problems) || len(problems) == 0 {
+				t.Fatalf("not a problem list: %T %v", err, err)
+			}
+			return
+		}
+		issues := validator.Validate(in.Values)
+		for _, p := range in.Locate(issues) {
+			if p.Message == "" {
+				t.Fatalf("a problem without a message: %+v", p)
+			}
+		}
+		if len(issues) == 0 {
+			in.Locate(Warnings(in.Values))
+		}
+	})
+}
