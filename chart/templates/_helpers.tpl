@@ -171,6 +171,11 @@ the next character, and a backslash-newline joins lines. Returns {"words": [...]
 or {"error": "..."} for an unclosed quote or a final backslash.
 */ -}}
 {{- define "torchwrap.words" -}}
+{{- if gt (len .) 8192 -}}
+{{- /* The schema caps mainProgram at 8192 too; this loop must stay short even
+       on settings not validated yet. */ -}}
+{{- toJson (dict "error" "it is longer than 8192 characters") -}}
+{{- else -}}
 {{- $words := list -}}
 {{- $word := "" -}}
 {{- $inWord := false -}}
@@ -228,6 +233,7 @@ or {"error": "..."} for an unclosed quote or a final backslash.
 {{- $words = append $words $word -}}
 {{- end -}}
 {{- toJson (dict "words" $words) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 

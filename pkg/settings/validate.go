@@ -18,15 +18,23 @@ import (
 // Validator checks settings against the settings schema and explains each
 // violation in words: what is wrong and how to fix it.
 //
-// The schema's root allOf holds the rules that tie several keys together, each
-// with its own message (x-error). Helm checks them with the rest of the schema;
-// the Validator checks each one on its own, so that it can say which rule a
-// value breaks instead of that "some allOf branch" failed.
+// Valid settings cost one pass of the whole schema. Explaining needs more,
+// built the first time settings are invalid: the schema's model (for messages,
+// examples and suggestions), and the schema without its root allOf plus each
+// rule of that allOf on its own, so that a broken rule is named by its own
+// message (x-error) instead of "some allOf branch failed". Helm checks the
+// rules with the rest of the schema.
 type Validator struct {
-	Schema *Schema
-	base   *gojsonschema.Schema
-	rules  []rule
-	defs   map[*Schema]string // definition nodes by name, for suggestions
+	full      *gojsonschema.Schema
+	explainer func() (*explainer, error)
+}
+
+// explainer turns schema violations into issues.
+type explainer struct {
+	model *Schema
+	base  *gojsonschema.Schema
+	rules []rule
+	defs  map[*Schema]string // definition nodes by name, for suggestions
 }
 
 type rule struct {
@@ -42,6 +50,16 @@ var DefaultValidator = sync.OnceValues(func() (*Validator, error) {
 
 // NewValidator compiles a settings schema document.
 func NewValidator(schemaJSON []byte) (*Validator, error) {
+	full, err := gojsonschema.NewSchema(gojsonschema.NewBytesLoader(schemaJSON))
+	if err != nil {
+		return nil, fmt.Errorf("settings schema: %w", err)
+	}
+	return &Validator{full: full, explainer: sync.OnceValues(func() (*explainer, error) {
+		return newExplainer(schemaJSON)
+	})}, nil
+}
+
+func newExplainer(schemaJSON []byte) (*explainer, error) {
 	model, err := ParseSchema(schemaJSON)
 	if err != nil {
 		return nil, err
@@ -50,13 +68,13 @@ func NewValidator(schemaJSON []byte) (*Validator, error) {
 	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
 		return nil, err
 	}
-	v := &Validator{Schema: model, defs: map[*Schema]string{}}
+	x := &explainer{model: model, defs: map[*Schema]string{}}
 	for name, d := range model.Definitions {
-		v.defs[d] = name
+		x.defs[d] = name
 	}
 	ruleDocs, _ := doc["allOf"].([]any)
 	delete(doc, "allOf")
-	if v.base, err = gojsonschema.NewSchema(gojsonschema.NewGoLoader(doc)); err != nil {
+	if x.base, err = gojsonschema.NewSchema(gojsonschema.NewGoLoader(doc)); err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
 	}
 	for i, r := range ruleDocs {
@@ -66,9 +84,9 @@ func NewValidator(schemaJSON []byte) (*Validator, error) {
 			return nil, fmt.Errorf("settings schema: allOf[%d]: %w", i, err)
 		}
 		message, _ := ruleDoc["x-error"].(string)
-		v.rules = append(v.rules, rule{check: check, message: message})
+		x.rules = append(x.rules, rule{check: check, message: message})
 	}
-	return v, nil
+	return x, nil
 }
 
 // schemaError is a gojsonschema error with its path split into segments.
@@ -80,22 +98,40 @@ type schemaError struct {
 // Validate returns every issue with values, the settings after the chart's
 // defaults were applied (as Helm validates them). None means valid.
 func (v *Validator) Validate(values map[string]any) []Issue {
-	// Decode the values once, as gojsonschema's loaders do, for the base
-	// schema and every rule.
+	// Decode the values once, as gojsonschema's loaders do, for the schema
+	// and, when they are invalid, for the explaining passes.
 	loader, err := documentLoader(values)
 	if err != nil {
 		return []Issue{{Message: "cannot validate the settings: " + err.Error()}}
 	}
-	result, err := v.base.Validate(loader)
+	result, err := v.full.Validate(loader)
 	if err != nil {
 		return []Issue{{Message: "cannot validate the settings: " + err.Error()}}
 	}
-	issues := append(v.explain(schemaErrors(result)), unprintable(values, nil)...)
+	issues := unprintable(values, nil)
+	if result.Valid() {
+		return issues
+	}
+	x, err := v.explainer()
+	if err != nil {
+		return append(issues, Issue{Message: "cannot explain the problems: " + err.Error()})
+	}
+	return append(issues, x.issues(loader)...)
+}
+
+// issues explains why the values are invalid: the base schema's errors, then
+// each broken rule's, one issue per key path.
+func (x *explainer) issues(loader gojsonschema.JSONLoader) []Issue {
+	result, err := x.base.Validate(loader)
+	if err != nil {
+		return []Issue{{Message: "cannot validate the settings: " + err.Error()}}
+	}
+	issues := x.explain(schemaErrors(result))
 	reported := map[string]bool{}
 	for _, is := range issues {
 		reported[is.Path.String()] = true
 	}
-	for _, r := range v.rules {
+	for _, r := range x.rules {
 		result, err := r.check.Validate(loader)
 		if err != nil {
 			return append(issues, Issue{Message: "cannot validate the settings: " + err.Error()})
@@ -177,7 +213,7 @@ func schemaErrors(result *gojsonschema.Result) []schemaError {
 // explain turns schema errors into issues. Errors of a combinator (anyOf,
 // oneOf) are noise when a plainer error says the same at the same place; the
 // plainest error per key path is kept.
-func (v *Validator) explain(errs []schemaError) []Issue {
+func (x *explainer) explain(errs []schemaError) []Issue {
 	var issues []Issue
 	seen := map[string]bool{}
 	add := func(is Issue) {
@@ -197,7 +233,7 @@ func (v *Validator) explain(errs []schemaError) []Issue {
 	}
 	for _, e := range errs {
 		if e.Type() == "number_one_of" && !wrongType[e.path.String()] {
-			if msg := v.Schema.At(e.path).ErrorText(); msg != "" {
+			if msg := x.model.At(e.path).ErrorText(); msg != "" {
 				oneOf[e.path.String()] = true
 				add(Issue{Path: e.path, Message: msg})
 			}
@@ -208,16 +244,16 @@ func (v *Validator) explain(errs []schemaError) []Issue {
 		switch e.Type() {
 		case "number_one_of", "number_any_of", "number_all_of":
 			if !hasOther(errs, e) && !oneOf[e.path.String()] {
-				add(v.valueIssue(e))
+				add(x.valueIssue(e))
 			}
 		case "required":
 			if !oneOf[e.path.String()] {
-				add(v.requiredIssue(e))
+				add(x.requiredIssue(e))
 			}
 		case "additional_property_not_allowed":
-			add(v.unknownKeyIssue(e))
+			add(x.unknownKeyIssue(e))
 		default:
-			add(v.valueIssue(e))
+			add(x.valueIssue(e))
 		}
 	}
 	return issues
@@ -246,10 +282,10 @@ func hasOther(errs []schemaError, e schemaError) bool {
 	return false
 }
 
-func (v *Validator) requiredIssue(e schemaError) Issue {
+func (x *explainer) requiredIssue(e schemaError) Issue {
 	name, _ := e.Details()["property"].(string)
 	path := append(e.path[:len(e.path):len(e.path)], name)
-	node := v.Schema.At(path)
+	node := x.model.At(path)
 	if node != nil && node.Default != nil {
 		// The chart has a default, so only an explicit null can remove it.
 		return Issue{Path: path, Message: fmt.Sprintf("an empty value removes the default (%s); set a value or delete the line", compact(node.Default))}
@@ -261,19 +297,19 @@ func (v *Validator) requiredIssue(e schemaError) Issue {
 	return Issue{Path: path, Message: msg}
 }
 
-func (v *Validator) unknownKeyIssue(e schemaError) Issue {
+func (x *explainer) unknownKeyIssue(e schemaError) Issue {
 	name, _ := e.Details()["property"].(string)
 	path := append(e.path[:len(e.path):len(e.path)], name)
 	var allowed, lower []string
-	if parent := v.Schema.At(e.path); parent != nil {
+	if parent := x.model.At(e.path); parent != nil {
 		allowed, lower = parent.Resolved().names, parent.Resolved().lowerNames
 	}
 	msg := "unknown key"
 	switch guess := closest(name, allowed, lower); {
 	case guess != "":
 		msg += fmt.Sprintf("; did you mean %s?", guess)
-	case v.elsewhere(name) != "":
-		msg += fmt.Sprintf("; %s belongs under %s", name, v.elsewhere(name))
+	case x.elsewhere(name) != "":
+		msg += fmt.Sprintf("; %s belongs under %s", name, x.elsewhere(name))
 	case len(allowed) <= 8:
 		msg += "; the keys allowed here are " + strings.Join(allowed, ", ")
 	default:
@@ -283,8 +319,8 @@ func (v *Validator) unknownKeyIssue(e schemaError) Issue {
 }
 
 // elsewhere finds a nested setting of that name and returns its parent's path.
-func (v *Validator) elsewhere(name string) string {
-	for _, p := range v.Schema.Properties {
+func (x *explainer) elsewhere(name string) string {
+	for _, p := range x.model.Properties {
 		if r := p.Schema.Resolved(); r != nil && r.Properties.Get(name) != nil {
 			return p.Name
 		}
@@ -292,8 +328,8 @@ func (v *Validator) elsewhere(name string) string {
 	return ""
 }
 
-func (v *Validator) valueIssue(e schemaError) Issue {
-	node := v.Schema.At(e.path)
+func (x *explainer) valueIssue(e schemaError) Issue {
+	node := x.model.At(e.path)
 	value := e.Value()
 	name := ""
 	if len(e.path) > 0 {
@@ -323,7 +359,7 @@ func (v *Validator) valueIssue(e schemaError) Issue {
 		}
 		is.Message = show(value) + " " + text
 		if s, ok := value.(string); ok {
-			if fix := v.suggest(node, s); fix != "" && fix != s {
+			if fix := x.suggest(node, s); fix != "" && fix != s {
 				is.Message += fmt.Sprintf("; use %q instead", fix)
 			}
 		}

@@ -1,0 +1,57 @@
+package render_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/torchwrap/generator/pkg/render"
+	"github.com/torchwrap/generator/pkg/settings"
+)
+
+// BenchmarkRender renders each example from loaded settings: defaults,
+// validation, and the chart through Helm's engine.
+func BenchmarkRender(b *testing.B) {
+	files, err := filepath.Glob("../../examples/*.settings.yaml")
+	if err != nil || len(files) == 0 {
+		b.Fatal("no examples", err)
+	}
+	for _, file := range files {
+		in, err := settings.Load(settings.Options{Files: []string{file}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(filepath.Base(file), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := render.Render(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEndToEnd goes from a settings file to the manifest, as one render
+// of a batch does (the chart and the schema are loaded once per process).
+func BenchmarkEndToEnd(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		in, err := settings.Load(settings.Options{Files: []string{"../../examples/helloworld.settings.yaml"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := render.Render(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoadChart loads the embedded chart: once per process.
+func BenchmarkLoadChart(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := render.LoadEmbeddedChart(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
