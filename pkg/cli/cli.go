@@ -41,30 +41,36 @@ func Run(args []string, s Streams) (code int) {
 	if err == nil {
 		return ExitOK
 	}
-	var problems settings.Problems
-	var strict strictError
 	var usage settings.UsageError
 	var failed runError
+	if errors.As(err, &usage) || !errors.As(err, &failed) {
+		// Wrong flags, arguments or files: cobra's own errors come here too.
+		fmt.Fprintf(s.Err, "Error: %v\nRun 'generator --help' for usage.\n", err)
+		return ExitUsage
+	}
+	writeError(s, err, "nothing was rendered")
+	return ExitInvalid
+}
+
+// writeError explains why something was not rendered: the problems in the
+// settings, the warnings --strict made errors, or what else went wrong.
+// consequence says what it meant, such as "nothing was rendered".
+func writeError(s Streams, err error, consequence string) {
+	var problems settings.Problems
+	var strict strictError
 	switch {
 	case errors.As(err, &problems):
 		for _, p := range problems {
 			fmt.Fprintln(s.Err, p)
 		}
-		fmt.Fprintf(s.Err, "%s in the settings; nothing was rendered\n", count(len(problems), "problem"))
-		return ExitInvalid
+		fmt.Fprintf(s.Err, "%s in the settings; %s\n", count(len(problems), "problem"), consequence)
 	case errors.As(err, &strict):
 		for _, w := range strict.warnings {
 			fmt.Fprintln(s.Err, w)
 		}
-		fmt.Fprintf(s.Err, "%s, and --strict makes them errors; nothing was rendered\n", count(len(strict.warnings), "warning"))
-		return ExitInvalid
-	case errors.As(err, &usage), !errors.As(err, &failed):
-		// Wrong flags, arguments or files: cobra's own errors come here too.
-		fmt.Fprintf(s.Err, "Error: %v\nRun 'generator --help' for usage.\n", err)
-		return ExitUsage
+		fmt.Fprintf(s.Err, "%s, and --strict makes them errors; %s\n", count(len(strict.warnings), "warning"), consequence)
 	default:
 		fmt.Fprintf(s.Err, "Error: %v\n", err)
-		return ExitInvalid
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -33,7 +34,13 @@ func (f *inputFlags) render(s Streams) (*render.Result, error) {
 	if len(f.files) == 0 && len(f.sets) == 0 && len(f.setStrings) == 0 {
 		return nil, settings.UsageError{Err: errors.New("no settings given; pass a settings file with -f settings.yaml")}
 	}
-	in, err := settings.Load(settings.Options{Files: f.files, Sets: f.sets, SetStrings: f.setStrings, Stdin: s.In})
+	return f.renderFiles(f.files, s.In, s.Err)
+}
+
+// renderFiles renders the given files with the --set flags, and writes the
+// warnings to w unless --strict makes them an error.
+func (f *inputFlags) renderFiles(files []string, stdin io.Reader, w io.Writer) (*render.Result, error) {
+	in, err := settings.Load(settings.Options{Files: files, Sets: f.sets, SetStrings: f.setStrings, Stdin: stdin})
 	if err != nil {
 		return nil, err
 	}
@@ -44,8 +51,8 @@ func (f *inputFlags) render(s Streams) (*render.Result, error) {
 	if f.strict && len(result.Warnings) > 0 {
 		return nil, strictError{result.Warnings}
 	}
-	for _, w := range result.Warnings {
-		fmt.Fprintln(s.Err, w)
+	for _, p := range result.Warnings {
+		fmt.Fprintln(w, p)
 	}
 	return result, nil
 }
@@ -57,18 +64,27 @@ func (e strictError) Error() string { return e.warnings.Error() }
 
 func newRender(s Streams) *cobra.Command {
 	var in inputFlags
-	var outFile string
+	var outFile, outDir string
 	cmd := &cobra.Command{
-		Use:   "render -f settings.yaml [-f more.yaml] [--set key=value] [-o FILE]",
+		Use:   "render -f settings.yaml [-f more.yaml] [--set key=value] [-o FILE] | --out-dir DIR FILE...",
 		Short: "Render the settings into an AppWrapper manifest",
 		Long: `Render validates the settings and writes the AppWrapper manifest to standard
 output, or to the file -o names. On any problem it writes nothing: an existing
-output file is left as it was, and standard output stays empty.`,
+output file is left as it was, and standard output stays empty.
+
+With --out-dir, render renders many settings files in one go, in parallel: each
+FILE (after the -f files and --set values, which apply to all) to
+DIR/<FILE's name without its extension>.yaml. A file with problems is reported
+with its name and the others are still written; the exit code is 1 if any
+file failed.`,
 		Example: `  generator render -f settings.yaml | kubectl apply -f -
   generator render -f base.yaml -f experiment.yaml --set numPods=8 -o job.yaml
-  cat settings.yaml | generator render -f -`,
-		Args: cobra.NoArgs,
-		RunE: run(func(cmd *cobra.Command, _ []string) error {
+  cat settings.yaml | generator render -f -
+  generator render --out-dir manifests/ jobs/*.yaml`,
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if outDir != "" || len(args) > 0 {
+				return in.renderBatch(s, outDir, outFile, args)
+			}
 			result, err := in.render(s)
 			if err != nil {
 				return err
@@ -82,6 +98,7 @@ output file is left as it was, and standard output stays empty.`,
 	}
 	in.register(cmd.Flags())
 	cmd.Flags().StringVarP(&outFile, "output-file", "o", "", "write the manifest to this file (atomically) instead of standard output")
+	cmd.Flags().StringVar(&outDir, "out-dir", "", "render each FILE argument to a file of its own in this folder")
 	return cmd
 }
 
