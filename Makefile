@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/generator
 EXAMPLE ?= examples/helloworld.settings.yaml
 
-.PHONY: build run test e2e fuzz golden generate lint fmt
+.PHONY: build run test e2e fuzz bench golden generate lint fmt
 
 ## build: the generator binary, in bin/
 build:
@@ -30,6 +30,11 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzLoad$$' ./pkg/settings
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzRender$$' ./pkg/render
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzStrings$$' ./pkg/render
+
+## bench: Go benchmarks, then the generator against helm template with hyperfine
+## and /usr/bin/time (BENCHMARKS.md records the results; needs a quiet machine)
+bench:
+	bash .ci/bench
 
 ## golden: rewrite the expected files of the tests and the files generated from
 ## the schema (chart/values.yaml, chart/values.schema.json); review the diff
