@@ -9,7 +9,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 
+	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
 )
 
@@ -50,27 +52,21 @@ func (f *inputFlags) renderBatch(s Streams, outDir, outFile string, files []stri
 		return fmt.Errorf("cannot create %s: %w", outDir, err)
 	}
 
-	next := make(chan int)
+	// One chunk of files per CPU; each chunk is rendered in one call of Helm's
+	// engine (render.RenderAll), which parses the chart once for all of it.
+	workers := min(runtime.GOMAXPROCS(0), len(files))
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(files)) {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				r := &results[i]
-				result, err := f.renderFiles(append(f.files[:len(f.files):len(f.files)], files[i]), nil, &r.stderr)
-				if err == nil {
-					err = writeAtomically(r.out, result.Manifest)
-				}
-				r.err = err
-			}
+			f.renderChunk(results[w*len(files)/workers:(w+1)*len(files)/workers], files[w*len(files)/workers:(w+1)*len(files)/workers])
 		}()
 	}
-	for i := range files {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
+	// The files were renamed into place unsynced: flush them all at once,
+	// which costs far less than one fsync each.
+	syscall.Sync()
 
 	failed := 0
 	for i := range results {
@@ -86,6 +82,33 @@ func (f *inputFlags) renderBatch(s Streams, outDir, outFile string, files []stri
 	}
 	fmt.Fprintf(s.Err, "rendered %d file(s) into %s\n", len(files), outDir)
 	return nil
+}
+
+// renderChunk renders files (after the shared -f files and --set values) and
+// writes each one's manifest to its results' out, each atomically.
+func (f *inputFlags) renderChunk(results []batchResult, files []string) {
+	var ins []*settings.Input
+	var loaded []int
+	for i, file := range files {
+		in, err := settings.Load(settings.Options{Files: append(f.files[:len(f.files):len(f.files)], file), Sets: f.sets, SetStrings: f.setStrings})
+		if err != nil {
+			results[i].err = err
+			continue
+		}
+		ins = append(ins, in)
+		loaded = append(loaded, i)
+	}
+	for n, outcome := range render.RenderAll(ins) {
+		r := &results[loaded[n]]
+		result, err := outcome.Result, outcome.Err
+		if err == nil {
+			err = f.strictWarnings(result, &r.stderr)
+		}
+		if err == nil {
+			err = writeFile(r.out, result.Manifest, false)
+		}
+		r.err = err
+	}
 }
 
 // batchError reports how many files of a batch could not be rendered; their

@@ -34,13 +34,7 @@ func (f *inputFlags) render(s Streams) (*render.Result, error) {
 	if len(f.files) == 0 && len(f.sets) == 0 && len(f.setStrings) == 0 {
 		return nil, settings.UsageError{Err: errors.New("no settings given; pass a settings file with -f settings.yaml")}
 	}
-	return f.renderFiles(f.files, s.In, s.Err)
-}
-
-// renderFiles renders the given files with the --set flags, and writes the
-// warnings to w unless --strict makes them an error.
-func (f *inputFlags) renderFiles(files []string, stdin io.Reader, w io.Writer) (*render.Result, error) {
-	in, err := settings.Load(settings.Options{Files: files, Sets: f.sets, SetStrings: f.setStrings, Stdin: stdin})
+	in, err := settings.Load(settings.Options{Files: f.files, Sets: f.sets, SetStrings: f.setStrings, Stdin: s.In})
 	if err != nil {
 		return nil, err
 	}
@@ -48,13 +42,19 @@ func (f *inputFlags) renderFiles(files []string, stdin io.Reader, w io.Writer) (
 	if err != nil {
 		return nil, err
 	}
+	return result, f.strictWarnings(result, s.Err)
+}
+
+// strictWarnings writes the warnings of a render to w, or with --strict
+// returns them as an error.
+func (f *inputFlags) strictWarnings(result *render.Result, w io.Writer) error {
 	if f.strict && len(result.Warnings) > 0 {
-		return nil, strictError{result.Warnings}
+		return strictError{result.Warnings}
 	}
 	for _, p := range result.Warnings {
 		fmt.Fprintln(w, p)
 	}
-	return result, nil
+	return nil
 }
 
 // strictError is the warnings that --strict turned into errors.
@@ -93,7 +93,7 @@ file failed.`,
 				_, err = s.Out.Write(result.Manifest)
 				return err
 			}
-			return writeAtomically(outFile, result.Manifest)
+			return writeFile(outFile, result.Manifest, true)
 		}),
 	}
 	in.register(cmd.Flags())
@@ -102,10 +102,11 @@ file failed.`,
 	return cmd
 }
 
-// writeAtomically replaces path with data in one step: a reader sees the old
-// file or the new one, never a part, and a failure leaves the old file alone.
-// An existing file keeps its permissions.
-func writeAtomically(path string, data []byte) (err error) {
+// writeFile replaces path with data in one step: a reader sees the old file
+// or the new one, never a part, and a failure leaves the old file alone. An
+// existing file keeps its permissions. With durable, the data is on disk
+// before the new file takes the old one's place; without, the caller syncs.
+func writeFile(path string, data []byte, durable bool) (err error) {
 	mode := os.FileMode(0o644)
 	if info, statErr := os.Stat(path); statErr == nil {
 		if !info.Mode().IsRegular() {
@@ -130,8 +131,10 @@ func writeAtomically(path string, data []byte) (err error) {
 	if err = tmp.Chmod(mode); err != nil {
 		return err
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
+	if durable {
+		if err = tmp.Sync(); err != nil {
+			return err
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return err

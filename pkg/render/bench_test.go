@@ -55,3 +55,41 @@ func BenchmarkLoadChart(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRenderAll renders 100 settings inputs in one engine call, against
+// 100 separate renders: the chart's templates are parsed once instead of 100
+// times.
+func BenchmarkRenderAll(b *testing.B) {
+	files, err := filepath.Glob("../../examples/*.settings.yaml")
+	if err != nil || len(files) == 0 {
+		b.Fatal("no examples", err)
+	}
+	var ins []*settings.Input
+	for i := range 100 {
+		in, err := settings.Load(settings.Options{Files: []string{files[i%len(files)]}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ins = append(ins, in)
+	}
+	b.Run("one engine call", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, o := range render.RenderAll(ins) {
+				if o.Err != nil {
+					b.Fatal(o.Err)
+				}
+			}
+		}
+	})
+	b.Run("one call each", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, in := range ins {
+				if _, err := render.Render(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -80,29 +81,44 @@ func Render(in *settings.Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// As helm template does, minus Helm's schema check: the Validator checks
-	// the same schema and explains what it finds.
-	top, err := chartutil.ToRenderValuesWithSchemaValidation(c, in.Values,
-		chartutil.ReleaseOptions{Name: "release-name", Namespace: "default", IsInstall: true}, nil, true)
+	top, err := renderValues(c, in)
 	if err != nil {
 		return nil, err
 	}
-	values := top["Values"].(chartutil.Values)
 	rendered, renderErr := engine.Engine{}.Render(c, top)
 	v := <-compiling
 	if v.err != nil {
 		return nil, v.err
 	}
+	values := top["Values"].(chartutil.Values)
 	if issues := v.validator.Validate(values); len(issues) > 0 {
 		return nil, in.Locate(issues)
 	}
 	if renderErr != nil {
-		if issues := chartIssues(renderErr); issues != nil {
-			return nil, in.Locate(issues)
-		}
-		return nil, fmt.Errorf("the chart failed to render these settings; please report this bug: %w", renderErr)
+		return nil, renderError(in, renderErr)
 	}
-	manifest := stream(rendered)
+	return result(in, values, stream(rendered))
+}
+
+// renderValues applies the chart's defaults to the user's settings as helm
+// template does, minus Helm's schema check: the Validator checks the same
+// schema and explains what it finds.
+func renderValues(c *chart.Chart, in *settings.Input) (chartutil.Values, error) {
+	return chartutil.ToRenderValuesWithSchemaValidation(c, in.Values,
+		chartutil.ReleaseOptions{Name: "release-name", Namespace: "default", IsInstall: true}, nil, true)
+}
+
+// renderError turns the chart's own refusal (fail) into the user's problems;
+// anything else is a bug.
+func renderError(in *settings.Input, err error) error {
+	if issues := chartIssues(err); issues != nil {
+		return in.Locate(issues)
+	}
+	return fmt.Errorf("the chart failed to render these settings; please report this bug: %w", err)
+}
+
+// result completes a successful render with its warnings.
+func result(in *settings.Input, values chartutil.Values, manifest []byte) (*Result, error) {
 	if len(manifest) == 0 {
 		return nil, errors.New("the chart rendered nothing for these settings; please report this bug")
 	}
@@ -111,6 +127,106 @@ func Render(in *settings.Input) (*Result, error) {
 		warnings[i].Warning = true
 	}
 	return &Result{Manifest: manifest, Values: values, Warnings: warnings}, nil
+}
+
+// Outcome is the render of one settings input of RenderAll: a result or an
+// error, as Render gives them.
+type Outcome struct {
+	Result *Result
+	Err    error
+}
+
+// batchMarker starts each input's part of a batch render, followed by its
+// index: a comment line, which toYaml never writes at the start of a line.
+const batchMarker = "# torchwrap/generator batch item "
+
+// batchChart is the embedded chart with its helpers only, and one template
+// that renders torchwrap.appwrapper for every item of .Values.items.
+var batchChart = sync.OnceValues(func() (*chart.Chart, error) {
+	c, err := Chart()
+	if err != nil {
+		return nil, err
+	}
+	batch := *c
+	batch.Templates = nil
+	for _, t := range c.Templates {
+		if strings.HasPrefix(path.Base(t.Name), "_") {
+			batch.Templates = append(batch.Templates, t)
+		}
+	}
+	batch.Templates = append(batch.Templates, &chart.File{Name: "templates/batch.yaml", Data: []byte(
+		`{{- range $i, $values := .Values.items }}` + "\n" + batchMarker + `{{ $i }}` + "\n" +
+			`{{ include "torchwrap.appwrapper" (dict "Values" $values "Chart" $.Chart) }}` + "\n" +
+			`{{- end }}`)})
+	return &batch, nil
+})
+
+// RenderAll renders many settings inputs, giving for each what Render gives,
+// in one call of Helm's engine: the chart's templates are parsed once for
+// all, instead of once per input. Invalid inputs are left out of that call.
+func RenderAll(ins []*settings.Input) []Outcome {
+	outcomes := make([]Outcome, len(ins))
+	fail := func(err error) []Outcome {
+		for i := range outcomes {
+			outcomes[i].Err = err
+		}
+		return outcomes
+	}
+	c, err := batchChart()
+	if err != nil {
+		return fail(err)
+	}
+	validator, err := settings.DefaultValidator()
+	if err != nil {
+		return fail(err)
+	}
+	values := make([]chartutil.Values, len(ins))
+	var valid []int
+	for i, in := range ins {
+		top, err := renderValues(c, in)
+		if err != nil {
+			outcomes[i].Err = err
+			continue
+		}
+		values[i] = top["Values"].(chartutil.Values)
+		if issues := validator.Validate(values[i]); len(issues) > 0 {
+			outcomes[i].Err = in.Locate(issues)
+			continue
+		}
+		valid = append(valid, i)
+	}
+	renderItems(c, ins, values, valid, outcomes)
+	return outcomes
+}
+
+// renderItems renders the inputs ins[i], i in items, in one call of the
+// engine. When the chart refuses one of them, the engine tells only the first
+// refusal: the items are halved and each half rendered again, down to single
+// items, so every refusal reaches the input it concerns and the others are
+// still rendered together.
+func renderItems(c *chart.Chart, ins []*settings.Input, values []chartutil.Values, items []int, outcomes []Outcome) {
+	if len(items) == 0 {
+		return
+	}
+	list := make([]any, len(items))
+	for n, i := range items {
+		list[n] = map[string]any(values[i])
+	}
+	top := chartutil.Values{"Values": chartutil.Values{"items": list}, "Chart": c.Metadata}
+	rendered, err := engine.Engine{}.Render(c, top)
+	switch {
+	case err == nil:
+		parts := strings.Split(string(stream(rendered)), "\n"+batchMarker)
+		for n, i := range items {
+			_, doc, _ := strings.Cut(parts[n+1], "\n") // after the marker's index
+			outcomes[i].Result, outcomes[i].Err = result(ins[i], values[i], stream(map[string]string{"": doc}))
+		}
+	case len(items) == 1:
+		outcomes[items[0]].Err = renderError(ins[items[0]], err)
+	default:
+		renderItems(c, ins, values, items[:len(items)/2], outcomes)
+		renderItems(c, ins, values, items[len(items)/2:], outcomes)
+	}
 }
 
 // stream joins the rendered templates into one YAML stream, in template order.
