@@ -172,65 +172,41 @@ or {"error": "..."} for an unclosed quote or a final backslash.
 */ -}}
 {{- define "torchwrap.words" -}}
 {{- if gt (len .) 8192 -}}
-{{- /* The schema caps mainProgram at 8192 too; this loop must stay short even
-       on settings not validated yet. */ -}}
+{{- /* The schema caps mainProgram at 8192 too; the loop below must stay short
+       even on settings not validated yet. */ -}}
 {{- toJson (dict "error" "it is longer than 8192 characters") -}}
 {{- else -}}
-{{- $words := list -}}
-{{- $word := "" -}}
-{{- $inWord := false -}}
-{{- $quote := "" -}}
-{{- $escape := false -}}
-{{- range $c := splitList "" . -}}
-{{- if $escape -}}
-{{- $escape = false -}}
-{{- if eq $quote "\"" -}}
-{{- if has $c (list "$" "`" "\"" "\\") -}}
-{{- $word = print $word $c -}}
-{{- else if ne $c "\n" -}}
-{{- $word = print $word "\\" $c -}}
-{{- end -}}
-{{- else if ne $c "\n" -}}
-{{- $word = print $word $c -}}
-{{- $inWord = true -}}
-{{- end -}}
-{{- else if eq $quote "'" -}}
-{{- if eq $c "'" -}}
-{{- $quote = "" -}}
-{{- else -}}
-{{- $word = print $word $c -}}
-{{- end -}}
-{{- else if eq $quote "\"" -}}
-{{- if eq $c "\"" -}}
-{{- $quote = "" -}}
-{{- else if eq $c "\\" -}}
-{{- $escape = true -}}
-{{- else -}}
-{{- $word = print $word $c -}}
-{{- end -}}
-{{- else if has $c (list " " "\t" "\n") -}}
-{{- if $inWord -}}
-{{- $words = append $words $word -}}
-{{- $word = "" -}}
-{{- $inWord = false -}}
-{{- end -}}
-{{- else if has $c (list "'" "\"") -}}
-{{- $quote = $c -}}
-{{- $inWord = true -}}
-{{- else if eq $c "\\" -}}
-{{- $escape = true -}}
-{{- else -}}
-{{- $word = print $word $c -}}
-{{- $inWord = true -}}
-{{- end -}}
-{{- end -}}
-{{- if $quote -}}
-{{- toJson (dict "error" (printf "a %s quote is not closed" $quote)) -}}
-{{- else if $escape -}}
+{{- /* A word is a run of pieces: unquoted text, a backslash and the character
+       after it, a '...' string, or a "..." string with its backslash pairs. */ -}}
+{{- $piece := `[^ \t\n'"\\]+|\\(?s:.)|'[^']*'|"(?:[^"\\]|\\(?s:.))*"` -}}
+{{- $word := printf "(?:%s)+" $piece -}}
+{{- /* What no word takes, blanks aside, starts where the shell would fail: at
+       a quote it cannot close, or at a final backslash. */ -}}
+{{- $left := regexReplaceAll "[ \t\n]" (regexReplaceAll $word . "") "" -}}
+{{- if hasPrefix "\\" $left -}}
 {{- toJson (dict "error" "it ends with a backslash") -}}
+{{- else if $left -}}
+{{- toJson (dict "error" (printf "a %s quote is not closed" (substr 0 1 $left))) -}}
 {{- else -}}
-{{- if $inWord -}}
-{{- $words = append $words $word -}}
+{{- $words := list -}}
+{{- range $token := regexFindAll $word . -1 -}}
+{{- /* A backslash-newline only joins lines; alone it makes no word. */ -}}
+{{- if not (regexMatch "^(?:\\\\\n)+$" $token) -}}
+{{- $text := "" -}}
+{{- range $p := regexFindAll $piece $token -1 -}}
+{{- if hasPrefix "'" $p -}}
+{{- $text = print $text (substr 1 (int (sub (len $p) 1)) $p) -}}
+{{- else if hasPrefix "\"" $p -}}
+{{- $text = print $text (regexReplaceAll "\\\\(?:\n|([$`\"\\\\]))" (substr 1 (int (sub (len $p) 1)) $p) "${1}") -}}
+{{- else if eq $p "\\\n" -}}
+{{- else if hasPrefix "\\" $p -}}
+{{- $text = print $text (trimPrefix "\\" $p) -}}
+{{- else -}}
+{{- $text = print $text $p -}}
+{{- end -}}
+{{- end -}}
+{{- $words = append $words $text -}}
+{{- end -}}
 {{- end -}}
 {{- toJson (dict "words" $words) -}}
 {{- end -}}
