@@ -30,6 +30,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzLoad$$' ./pkg/settings
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzRender$$' ./pkg/render
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzStrings$$' ./pkg/render
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzWords$$' ./pkg/render
 
 ## bench: Go benchmarks, then the generator against helm template with hyperfine
 ## and /usr/bin/time (BENCHMARKS.md records the results; needs a quiet machine)
