@@ -176,37 +176,45 @@ or {"error": "..."} for an unclosed quote or a final backslash.
        even on settings not validated yet. */ -}}
 {{- toJson (dict "error" "it is longer than 8192 characters") -}}
 {{- else -}}
-{{- /* A word is a run of pieces: unquoted text, a backslash and the character
-       after it, a '...' string, or a "..." string with its backslash pairs. */ -}}
-{{- $piece := `[^ \t\n'"\\]+|\\(?s:.)|'[^']*'|"(?:[^"\\]|\\(?s:.))*"` -}}
-{{- $word := printf "(?:%s)+" $piece -}}
-{{- /* What no word takes, blanks aside, starts where the shell would fail: at
-       a quote it cannot close, or at a final backslash. */ -}}
-{{- $left := regexReplaceAll "[ \t\n]" (regexReplaceAll $word . "") "" -}}
-{{- if hasPrefix "\\" $left -}}
-{{- toJson (dict "error" "it ends with a backslash") -}}
-{{- else if $left -}}
-{{- toJson (dict "error" (printf "a %s quote is not closed" (substr 0 1 $left))) -}}
-{{- else -}}
+{{- /* The line in pieces: blanks; unquoted text; a backslash and the character
+       after it; a '...' string; a "..." string with its backslash pairs; and
+       last, any one character none of those takes, which is where the shell
+       would fail: a quote it cannot close, or a final backslash. */ -}}
+{{- $pieces := regexFindAll `[ \t\n]+|[^ \t\n'"\\]+|\\(?s:.)|'[^']*'|"(?:[^"\\]|\\(?s:.))*"|(?s:.)` . -1 -}}
 {{- $words := list -}}
-{{- range $token := regexFindAll $word . -1 -}}
-{{- /* A backslash-newline only joins lines; alone it makes no word. */ -}}
-{{- if not (regexMatch "^(?:\\\\\n)+$" $token) -}}
-{{- $text := "" -}}
-{{- range $p := regexFindAll $piece $token -1 -}}
-{{- if hasPrefix "'" $p -}}
-{{- $text = print $text (substr 1 (int (sub (len $p) 1)) $p) -}}
-{{- else if hasPrefix "\"" $p -}}
-{{- $text = print $text (regexReplaceAll "\\\\(?:\n|([$`\"\\\\]))" (substr 1 (int (sub (len $p) 1)) $p) "${1}") -}}
+{{- $word := "" -}}
+{{- $inWord := false -}}
+{{- $error := "" -}}
+{{- range $p := $pieces -}}
+{{- if $error -}}
+{{- else if eq $p "\\" -}}
+{{- $error = "it ends with a backslash" -}}
+{{- else if has $p (list "'" "\"") -}}
+{{- $error = printf "a %s quote is not closed" $p -}}
+{{- else if has (substr 0 1 $p) (list " " "\t" "\n") -}}
+{{- if $inWord -}}
+{{- $words = append $words $word -}}
+{{- end -}}
+{{- $word = "" -}}
+{{- $inWord = false -}}
 {{- else if eq $p "\\\n" -}}
-{{- else if hasPrefix "\\" $p -}}
-{{- $text = print $text (trimPrefix "\\" $p) -}}
+{{- /* A backslash-newline only joins lines. */ -}}
 {{- else -}}
-{{- $text = print $text $p -}}
+{{- if hasPrefix "'" $p -}}
+{{- $word = print $word (substr 1 (int (sub (len $p) 1)) $p) -}}
+{{- else if hasPrefix "\"" $p -}}
+{{- $word = print $word (regexReplaceAll "\\\\(?:\n|([$`\"\\\\]))" (substr 1 (int (sub (len $p) 1)) $p) "${1}") -}}
+{{- else -}}
+{{- $word = print $word (trimPrefix "\\" $p) -}}
+{{- end -}}
+{{- $inWord = true -}}
 {{- end -}}
 {{- end -}}
-{{- $words = append $words $text -}}
-{{- end -}}
+{{- if $error -}}
+{{- toJson (dict "error" $error) -}}
+{{- else -}}
+{{- if $inWord -}}
+{{- $words = append $words $word -}}
 {{- end -}}
 {{- toJson (dict "words" $words) -}}
 {{- end -}}
