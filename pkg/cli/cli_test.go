@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -123,6 +124,28 @@ func TestOutputFileIsWrittenAtomically(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no temporary file is left behind")
+}
+
+// A file that holds the manifest already is left alone, time stamps and all,
+// so that tools that watch them (make, rsync, CI caches) see no change; one of
+// the same size that differs is replaced.
+func TestOutputFileHoldingTheManifestIsLeftAlone(t *testing.T) {
+	manifest := render(t, "-f", helloworld)
+	target := writeFile(t, "job.yaml", manifest)
+	past := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	require.NoError(t, os.Chtimes(target, past, past))
+	_, errOut, code := generator(t, nil, "render", "-f", helloworld, "-o", target)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	info, err := os.Stat(target)
+	require.NoError(t, err)
+	require.True(t, info.ModTime().Equal(past), "modified at %v", info.ModTime())
+
+	sameSize := strings.Replace(manifest, "AppWrapper", "AppWrappeR", 1)
+	require.Len(t, sameSize, len(manifest))
+	require.NoError(t, os.WriteFile(target, []byte(sameSize), 0o644))
+	_, errOut, code = generator(t, nil, "render", "-f", helloworld, "-o", target)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, manifest, readFile(t, target))
 }
 
 func TestOutputFileIsUntouchedOnError(t *testing.T) {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -104,13 +105,19 @@ file failed.`,
 
 // writeFile replaces path with data in one step: a reader sees the old file
 // or the new one, never a part, and a failure leaves the old file alone. An
-// existing file keeps its permissions. With durable, the data is on disk
-// before the new file takes the old one's place; without, the caller syncs.
+// existing file keeps its permissions, and is left untouched (time stamps
+// too) when it holds data already. With durable, the data is on disk before
+// the new file takes the old one's place; without, the caller syncs.
 func writeFile(path string, data []byte, durable bool) (err error) {
 	mode := os.FileMode(0o644)
 	if info, statErr := os.Stat(path); statErr == nil {
 		if !info.Mode().IsRegular() {
 			return fmt.Errorf("%s is not a regular file; choose another output file", path)
+		}
+		if info.Size() == int64(len(data)) {
+			if old, readErr := os.ReadFile(path); readErr == nil && bytes.Equal(old, data) {
+				return nil
+			}
 		}
 		mode = info.Mode().Perm()
 	}
