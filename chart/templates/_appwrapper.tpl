@@ -7,9 +7,10 @@ generator's batch mode renders it for many settings at once.
 */ -}}
 {{- define "torchwrap.appwrapper" -}}
 {{- $v := .Values -}}
-{{- $ctx := dict "Values" $v "customLabels" (include "torchwrap.customLabels" $v | fromJson) "storage" (include "torchwrap.storage" $v | fromJson).entries -}}
+{{- $component := dict -}}
+{{- $ctx := dict "Values" $v "customLabels" (include "torchwrap.customLabels" $v | fromJson) "storage" (include "torchwrap.storage" $v | fromJson).entries "component" $component -}}
 {{- include "torchwrap.check" $ctx -}}
-{{- $component := include (printf "torchwrap.component.%s" $v.jobKind) $ctx | fromJson -}}
+{{- include (printf "torchwrap.component.%s" $v.jobKind) $ctx -}}
 
 {{- $annotations := dict "torchwrap.dev/generator-version" .Chart.Version -}}
 {{- range $key := list "admissionGracePeriodDuration" "warmupGracePeriodDuration" "failureGracePeriodDuration" "retryPausePeriodDuration" "retryLimit" "forcefulDeletionGracePeriodDuration" "deletionOnFailureGracePeriodDuration" "successTTLDuration" -}}

@@ -9,7 +9,8 @@ into words, as a python script, a module or an executable (deepspeed.launch).
 {{- define "torchwrap.component.DeepSpeedJob" -}}
 {{- $v := .Values -}}
 {{- $ds := $v.deepspeed | default dict -}}
-{{- $pod := include "torchwrap.podTemplate" (dict "ctx" . "containerName" "worker") | fromJson -}}
+{{- $pod := dict -}}
+{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" "worker" "out" $pod) -}}
 {{- $spec := include "torchwrap.t9kSpec" $v | fromJson -}}
 {{- $_ := set $spec "worker" (dict "replicas" $v.numPods "restartPolicy" $v.restartPolicy "template" $pod) -}}
 
@@ -33,5 +34,6 @@ into words, as a python script, a module or an executable (deepspeed.launch).
 {{- $_ := set $metadata "labels" . -}}
 {{- end -}}
 {{- $job := dict "apiVersion" "batch.tensorstack.dev/v1beta1" "kind" "DeepSpeedJob" "metadata" $metadata "spec" $spec -}}
-{{- toJson (dict "template" $job "podSets" (list (dict "path" "template.spec.worker.template" "replicas" $v.numPods))) -}}
+{{- $_ := set .component "template" $job -}}
+{{- $_ = set .component "podSets" (list (dict "path" "template.spec.worker.template" "replicas" $v.numPods)) -}}
 {{- end -}}

@@ -1,12 +1,15 @@
 {{- /*
-Shared helpers. Every helper builds data (dicts and lists) and hands it back as
-JSON, which the caller reads with fromJson; the one YAML text is written by
-appwrapper.yaml with toYaml. No settings string is ever spliced into YAML text.
+Shared helpers. Every helper builds data (dicts and lists): small ones hand it
+back as JSON, which the caller reads with fromJson; torchwrap.podTemplate, which
+builds a big part, fills the dict its caller passes as .out, to spare a JSON
+round trip. The one YAML text is written by torchwrap.appwrapper with toYaml.
+No settings string is ever spliced into YAML text.
 
-Most helpers take the render context built in appwrapper.yaml:
+Most helpers take the render context built in torchwrap.appwrapper:
   .Values        the settings
   .customLabels  the customLabels as a map
   .storage       the volumes and their mounts, in pod order (torchwrap.storage)
+  .component     the dict that torchwrap.component.<jobKind> fills
 */ -}}
 
 {{- /* torchwrap.customLabels: the customLabels list as a map of label keys to values. */ -}}
@@ -328,9 +331,9 @@ export RANK=$SAKKARA_RANK
 
 {{- /*
 torchwrap.podTemplate: the PodTemplateSpec shared by every replica of every job
-kind. Takes the render context as .ctx, and the training container's name, and
-its command and args when the kind sets them, as .containerName, .command and
-.args.
+kind, written into the dict .out. Takes the render context as .ctx, and the
+training container's name, and its command and args when the kind sets them, as
+.containerName, .command and .args.
 */ -}}
 {{- define "torchwrap.podTemplate" -}}
 {{- $v := .ctx.Values -}}
@@ -404,9 +407,8 @@ its command and args when the kind sets them, as .containerName, .command and
 {{- with $v.multiNicNetworkName -}}
 {{- $_ := set $metadata "annotations" (dict "k8s.v1.cni.cncf.io/networks" .) -}}
 {{- end -}}
-{{- $template := dict "spec" $spec -}}
+{{- $_ := set .out "spec" $spec -}}
 {{- with $metadata -}}
-{{- $_ := set $template "metadata" . -}}
+{{- $_ := set $.out "metadata" . -}}
 {{- end -}}
-{{- toJson $template -}}
 {{- end -}}

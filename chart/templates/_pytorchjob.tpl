@@ -8,7 +8,8 @@ infers the podSets of a PyTorchJob by itself, so the component declares none.
 {{- define "torchwrap.component.PyTorchJob" -}}
 {{- $v := .Values -}}
 {{- $command := list "sh" "-c" (include "torchwrap.pytorchjob.script" $v) -}}
-{{- $pod := include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" $command) | fromJson -}}
+{{- $pod := dict -}}
+{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" $command "out" $pod) -}}
 {{- $replicaSpecs := dict "Master" (dict "replicas" 1 "restartPolicy" $v.restartPolicy "template" $pod) -}}
 {{- if gt (int $v.numPods) 1 -}}
 {{- $_ := set $replicaSpecs "Worker" (dict "replicas" (sub (int $v.numPods) 1) "restartPolicy" $v.restartPolicy "template" $pod) -}}
@@ -18,7 +19,7 @@ infers the podSets of a PyTorchJob by itself, so the component declares none.
 {{- $_ := set $metadata "labels" . -}}
 {{- end -}}
 {{- $job := dict "apiVersion" "kubeflow.org/v1" "kind" "PyTorchJob" "metadata" $metadata "spec" (dict "pytorchReplicaSpecs" $replicaSpecs) -}}
-{{- toJson (dict "template" $job) -}}
+{{- $_ := set .component "template" $job -}}
 {{- end -}}
 
 {{- /*

@@ -26,10 +26,12 @@ It launches in one of two ways:
 {{- end -}}
 {{- $_ := set $spec "torchrunConfig" $config -}}
 {{- $args := (include "torchwrap.words" $v.mainProgram | fromJson).words -}}
-{{- $pod = include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" (list "python") "args" $args) | fromJson -}}
+{{- $pod = dict -}}
+{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" (list "python") "args" $args "out" $pod) -}}
 {{- else -}}
 {{- $command := list "sh" "-c" (include "torchwrap.pytorchtrainingjob.script" $v) -}}
-{{- $pod = include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" $command) | fromJson -}}
+{{- $pod = dict -}}
+{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" $command "out" $pod) -}}
 {{- end -}}
 {{- with $v.tensorboardSpec -}}
 {{- $_ := set $spec "tensorboardSpec" . -}}
@@ -57,7 +59,8 @@ It launches in one of two ways:
 {{- $_ := set $metadata "labels" . -}}
 {{- end -}}
 {{- $job := dict "apiVersion" "batch.tensorstack.dev/v1beta1" "kind" "PyTorchTrainingJob" "metadata" $metadata "spec" $spec -}}
-{{- toJson (dict "template" $job "podSets" $podSets) -}}
+{{- $_ := set .component "template" $job -}}
+{{- $_ = set .component "podSets" $podSets -}}
 {{- end -}}
 
 {{- /*
