@@ -49,7 +49,7 @@ generate:
 ## lint: gofmt, go vet, and helm lint --strict with the helm command of go.mod
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet ./... ./.ci/floor
 	$(GO) tool helm lint --strict chart -f $(EXAMPLE)
 
 ## fmt: format the Go code
