@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/generator
 EXAMPLE ?= examples/helloworld.settings.yaml
 
-.PHONY: build run test e2e fuzz bench golden generate lint fmt
+.PHONY: build run test e2e fuzz bench golden generate docs lint fmt
 
 ## build: the generator binary, in bin/
 build:
@@ -43,8 +43,13 @@ golden:
 	$(GO) test ./... -update
 
 ## generate: rewrite only the files generated from schema/settings.schema.json
+## (chart/values.yaml, chart/values.schema.json and the settings reference)
 generate:
-	$(GO) test ./chart ./pkg/settings -run 'TestValuesSchemaIsTheSettingsSchema|TestValuesFileIsGeneratedFromTheSchema' -update
+	$(GO) test ./chart ./pkg/settings -run 'TestValuesSchemaIsTheSettingsSchema|TestValuesFileIsGeneratedFromTheSchema|TestReferenceIsGeneratedFromTheSchema' -update
+
+## docs: rewrite the settings reference (docs/settings.md, chart/README.md) from the schema
+docs:
+	$(GO) test ./pkg/settings -run 'TestReferenceIsGeneratedFromTheSchema' -update
 
 ## lint: gofmt, go vet, and helm lint --strict with the helm command of go.mod
 lint:

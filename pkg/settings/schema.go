@@ -33,6 +33,7 @@ type Schema struct {
 	AnyOf                []*Schema          `json:"anyOf"`
 	OneOf                []*Schema          `json:"oneOf"`
 	AllOf                []*Schema          `json:"allOf"`
+	Then                 *Schema            `json:"then"`
 	Definitions          map[string]*Schema `json:"definitions"`
 
 	// root is the document, to resolve $ref against.
@@ -98,8 +99,13 @@ func (t *TypeList) UnmarshalJSON(data []byte) error {
 }
 
 // UnmarshalJSON reads a schema node; additionalProperties may be a boolean,
-// which says nothing about the values' schema.
+// which says nothing about the values' schema. A node that is a boolean
+// (true: anything, false: nothing) reads as an empty node.
 func (s *Schema) UnmarshalJSON(data []byte) error {
+	if trimmed := bytes.TrimSpace(data); bytes.Equal(trimmed, []byte("true")) || bytes.Equal(trimmed, []byte("false")) {
+		*s = Schema{}
+		return nil
+	}
 	type plain Schema
 	var node struct {
 		plain
@@ -138,6 +144,7 @@ func (s *Schema) link(root *Schema) {
 	}
 	s.Items.link(root)
 	s.AdditionalProperties.link(root)
+	s.Then.link(root)
 	for _, list := range [][]*Schema{s.AnyOf, s.OneOf, s.AllOf} {
 		for _, c := range list {
 			c.link(root)

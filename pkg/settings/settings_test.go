@@ -202,6 +202,30 @@ func TestValuesFileIsGeneratedFromTheSchema(t *testing.T) {
 	golden.Check(t, "../../chart/values.yaml", ValuesFile(s))
 }
 
+// The settings reference (docs/settings.md) and the chart's README are
+// generated from the schema: a test fails when they are stale (make docs).
+func TestReferenceIsGeneratedFromTheSchema(t *testing.T) {
+	s, err := ParseSchema(schema.JSON)
+	require.NoError(t, err)
+	golden.Check(t, "../../docs/settings.md", Reference(s))
+	golden.Check(t, "../../chart/README.md", ChartReadme(s))
+}
+
+// Every key, at every depth, is documented: a description and a type, and a
+// place in a section.
+func TestEveryKeyIsDocumented(t *testing.T) {
+	s, err := ParseSchema(schema.JSON)
+	require.NoError(t, err)
+	keys := s.Keys()
+	require.Greater(t, len(keys), len(s.Properties), "fields of objects and of list items are keys too")
+	for _, k := range keys {
+		require.NotEmpty(t, k.Description, k.Path)
+		require.NotEmpty(t, k.Section, k.Path)
+		require.NotContains(t, k.Type, "any value", k.Path)
+		require.NotNil(t, s.At(ParsePath(strings.ReplaceAll(k.Path, "[]", "[0]"))), k.Path)
+	}
+}
+
 // Every duration the schema accepts is one time.ParseDuration reads without
 // overflow: numbers of at most 6 digits in at most 20 characters cannot add up
 // to the 2562047h a time.Duration holds.

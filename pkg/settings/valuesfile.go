@@ -69,22 +69,21 @@ func yamlOf(name string, raw json.RawMessage) string {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		panic(fmt.Sprintf("settings schema: %s: invalid JSON: %v", name, err))
 	}
-	out, err := sigsyaml.Marshal(map[string]any{name: v})
+	return yamlText(map[string]any{name: v})
+}
+
+// yamlText writes a value from the schema (a default or an example) as YAML.
+func yamlText(v any) string {
+	out, err := sigsyaml.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("settings schema: %s: %v", name, err))
+		panic(fmt.Sprintf("settings schema: %v", err))
 	}
 	return string(out)
 }
 
-// writeComment writes text as comment lines of at most about 100 columns.
+// writeComment writes text as comment lines of at most 100 columns.
 func writeComment(b *bytes.Buffer, text string) {
-	line := "#"
-	for _, word := range strings.Fields(text) {
-		if len(line)+1+len(word) > 100 && line != "#" {
-			b.WriteString(line + "\n")
-			line = "#"
-		}
-		line += " " + word
+	for _, line := range Wrap(text, 98) {
+		b.WriteString("# " + line + "\n")
 	}
-	b.WriteString(line + "\n")
 }
