@@ -28,8 +28,8 @@ type Key struct {
 
 // Keys lists every key the schema describes, in schema order, each followed
 // by its fields.
-func (s *Schema) Keys() []Key {
-	var keys []Key
+func (s *Schema) Keys() Keys {
+	var keys Keys
 	var walk func(object *Schema, prefix, section string) []string
 	walk = func(object *Schema, prefix, section string) []string {
 		var paths []string
@@ -69,21 +69,23 @@ func (s *Schema) Keys() []Key {
 	return keys
 }
 
-// FindKey returns the key a user names, written with or without list
-// brackets or indices (environmentVariables.name, environmentVariables[0].name),
-// and otherwise the path of the key it most likely means, or "".
-func (s *Schema) FindKey(name string) (key Key, ok bool, suggestion string) {
-	keys := s.Keys()
-	var plain, lower []string
+// Keys is every key of the schema, in schema order.
+type Keys []Key
+
+// Find returns the key a user names, written with or without list brackets
+// or indices (environmentVariables.name, environmentVariables[0].name), and
+// otherwise the path of the key it most likely means, or "".
+func (ks Keys) Find(name string) (key Key, ok bool, suggestion string) {
+	var paths, lower []string
 	want := bracketless(name)
-	for _, k := range keys {
+	for _, k := range ks {
 		if bracketless(k.Path) == want {
 			return k, true, ""
 		}
-		plain = append(plain, k.Path)
+		paths = append(paths, k.Path)
 		lower = append(lower, strings.ToLower(bracketless(k.Path)))
 	}
-	return Key{}, false, closest(want, plain, lower)
+	return Key{}, false, closest(want, paths, lower)
 }
 
 var brackets = regexp.MustCompile(`\[[0-9]*\]`)
@@ -243,18 +245,4 @@ func firstExample(nodes ...*Schema) json.RawMessage {
 
 // InContext writes value as the YAML a settings file holds for the key: under
 // its parents, in a list where the path says [].
-func (k Key) InContext(value json.RawMessage) string {
-	var v any
-	if err := json.Unmarshal(value, &v); err != nil {
-		panic(fmt.Sprintf("settings schema: %s: invalid JSON: %v", k.Path, err))
-	}
-	segments := strings.Split(k.Path, ".")
-	for i := len(segments) - 1; i >= 0; i-- {
-		name, list := strings.CutSuffix(segments[i], "[]")
-		if list {
-			v = []any{v}
-		}
-		v = map[string]any{name: v}
-	}
-	return yamlText(v)
-}
+func (k Key) InContext(value json.RawMessage) string { return yamlAt(k.Path, value) }

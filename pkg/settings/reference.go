@@ -2,7 +2,6 @@ package settings
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -98,11 +97,7 @@ func writeKeys(b *bytes.Buffer, s *Schema) {
 
 // DefaultText writes the key's default as a settings file would.
 func (k Key) DefaultText() string {
-	var v any
-	if err := json.Unmarshal(k.Default, &v); err != nil {
-		panic(fmt.Sprintf("settings schema: %s: invalid default: %v", k.Path, err))
-	}
-	return strings.TrimSuffix(yamlText(v), "\n")
+	return strings.TrimSuffix(yamlString(valueNode(k.Default)), "\n")
 }
 
 // anchor is the id GitHub gives a Markdown heading.

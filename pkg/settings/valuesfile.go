@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	sigsyaml "sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // ValuesFile writes the chart's values.yaml from the schema: every setting in
@@ -39,13 +39,13 @@ func ValuesFile(s *Schema) []byte {
 		}
 		if ex := p.Schema.Examples; len(ex) > 0 {
 			b.WriteString("# For example:\n")
-			for _, line := range strings.Split(strings.TrimSuffix(yamlOf(p.Name, ex[0]), "\n"), "\n") {
+			for _, line := range strings.Split(strings.TrimSuffix(yamlAt(p.Name, ex[0]), "\n"), "\n") {
 				b.WriteString("#   " + line + "\n")
 			}
 		}
 		switch {
 		case p.Schema.Default != nil:
-			b.WriteString(yamlOf(p.Name, p.Schema.Default))
+			b.WriteString(yamlAt(p.Name, p.Schema.Default))
 		case !required:
 			b.WriteString(p.Name + ":\n")
 		}
@@ -63,22 +63,51 @@ func enumWords(s *Schema) string {
 	return strings.Join(words, ", ")
 }
 
-// yamlOf writes "name: value" as YAML, from a JSON value.
-func yamlOf(name string, raw json.RawMessage) string {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		panic(fmt.Sprintf("settings schema: %s: invalid JSON: %v", name, err))
+// yamlAt writes a JSON value of the schema (a default or an example) as the
+// YAML a settings file holds for the key at path: under its parents, in a list
+// where the path says [] (environmentVariables[].name), keeping the order of
+// the value's own keys.
+func yamlAt(path string, raw json.RawMessage) string {
+	n := valueNode(raw)
+	segments := strings.Split(path, ".")
+	for i := len(segments) - 1; i >= 0; i-- {
+		name, list := strings.CutSuffix(segments[i], "[]")
+		if list {
+			n = &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{n}}
+		}
+		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: name}
+		n = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{key, n}}
 	}
-	return yamlText(map[string]any{name: v})
+	return yamlString(n)
 }
 
-// yamlText writes a value from the schema (a default or an example) as YAML.
-func yamlText(v any) string {
-	out, err := sigsyaml.Marshal(v)
-	if err != nil {
+// valueNode reads a JSON value of the schema as a YAML node in plain style.
+func valueNode(raw json.RawMessage) *yaml.Node {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil || len(doc.Content) != 1 {
+		panic(fmt.Sprintf("settings schema: invalid JSON value %s: %v", raw, err))
+	}
+	var plain func(*yaml.Node)
+	plain = func(n *yaml.Node) {
+		n.Style = 0
+		for _, c := range n.Content {
+			plain(c)
+		}
+	}
+	plain(doc.Content[0])
+	return doc.Content[0]
+}
+
+// yamlString writes a node as YAML indented by two spaces; the encoder quotes
+// strings that would read as another type.
+func yamlString(n *yaml.Node) string {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
 		panic(fmt.Sprintf("settings schema: %v", err))
 	}
-	return string(out)
+	return b.String()
 }
 
 // writeComment writes text as comment lines of at most 100 columns.

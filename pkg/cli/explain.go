@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/schema"
+)
+
+// width is the width explain wraps its text to.
+const width = 80
+
+func newExplain(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "explain [KEY]",
+		Short: "Describe a setting: its meaning, type, default, allowed values and an example",
+		Long: `Explain describes a key of settings.yaml from the settings schema: what it does,
+its type, its default, the values it allows, the rules it follows, an example,
+and its fields when it holds some. Without KEY, it lists the keys by section.
+
+Fields are written with dots, and the fields of list items with [] (or without):
+sshGitCloneConfig.secretName, environmentVariables[].name.`,
+		Example: `  generator explain
+  generator explain numGpusPerPod
+  generator explain environmentVariables[].secret`,
+		Args: cobra.MaximumNArgs(1),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			s, err := settings.ParseSchema(schema.JSON)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			var paths []cobra.Completion
+			for _, k := range s.Keys() {
+				paths = append(paths, cobra.CompletionWithDesc(k.Path, firstSentence(k.Description)))
+			}
+			return paths, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: run(func(_ *cobra.Command, args []string) error {
+			sch, err := settings.ParseSchema(schema.JSON)
+			if err != nil {
+				return err
+			}
+			keys := sch.Keys()
+			if len(args) == 0 {
+				return listKeys(s.Out, keys)
+			}
+			key, ok, suggestion := keys.Find(args[0])
+			switch {
+			case ok:
+				return explainKey(s.Out, keys, key)
+			case suggestion != "":
+				return settings.UsageError{Err: fmt.Errorf("%q is not a key of settings.yaml; did you mean %s?", args[0], suggestion)}
+			default:
+				return settings.UsageError{Err: fmt.Errorf("%q is not a key of settings.yaml; 'generator explain' lists them", args[0])}
+			}
+		}),
+	}
+}
+
+// listKeys writes the top-level keys by section, each with its type and the
+// first sentence of its description.
+func listKeys(w io.Writer, keys settings.Keys) error {
+	var b strings.Builder
+	b.WriteString("The keys of settings.yaml, by section. For all about one: generator explain KEY\n")
+	section := ""
+	for _, k := range keys {
+		if strings.ContainsAny(k.Path, ".[") {
+			continue
+		}
+		if k.Section != section {
+			section = k.Section
+			fmt.Fprintf(&b, "\n%s:\n", strings.ToUpper(section))
+		}
+		writeField(&b, k.Path, k)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeField writes a key as a line of a list: its name, type, whether it is
+// required, and the first sentence of its description below.
+func writeField(b *strings.Builder, name string, k settings.Key) {
+	required := ""
+	if k.Required {
+		required = " (required)"
+	}
+	fmt.Fprintf(b, "  %s <%s>%s\n", name, k.Type, required)
+	for _, line := range settings.Wrap(firstSentence(k.Description), width-4) {
+		b.WriteString("    " + line + "\n")
+	}
+}
+
+// explainKey writes all the schema says about a key.
+func explainKey(w io.Writer, keys settings.Keys, k settings.Key) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "KEY:      %s\n", k.Path)
+	fmt.Fprintf(&b, "SECTION:  %s\n", k.Section)
+	fmt.Fprintf(&b, "TYPE:     %s\n", k.Type)
+	switch {
+	case k.Required:
+		b.WriteString("REQUIRED: yes\n")
+	case k.Default != nil:
+		fmt.Fprintf(&b, "DEFAULT:  %s\n", k.DefaultText())
+	default:
+		b.WriteString("DEFAULT:  none (unset)\n")
+	}
+	paragraph(&b, "DESCRIPTION", k.Description)
+	if len(k.Enum) > 0 {
+		var values []string
+		for _, v := range k.Enum {
+			values = append(values, fmt.Sprint(v))
+		}
+		paragraph(&b, "ALLOWED VALUES", strings.Join(values, ", "))
+	}
+	if len(k.Rules) > 0 {
+		b.WriteString("\nRULES:\n")
+		for _, rule := range k.Rules {
+			for i, line := range settings.Wrap(rule, width-4) {
+				prefix := "  - "
+				if i > 0 {
+					prefix = "    "
+				}
+				b.WriteString(prefix + line + "\n")
+			}
+		}
+	}
+	if k.Example != nil {
+		b.WriteString("\nEXAMPLE:\n")
+		for _, line := range strings.SplitAfter(k.InContext(k.Example), "\n") {
+			if line != "" {
+				b.WriteString("  " + line)
+			}
+		}
+	}
+	if len(k.Fields) > 0 {
+		b.WriteString("\nFIELDS:\n")
+		for _, path := range k.Fields {
+			field, _, _ := keys.Find(path)
+			writeField(&b, path[strings.LastIndex(path, ".")+1:], field)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// paragraph writes a titled, indented and wrapped paragraph.
+func paragraph(b *strings.Builder, title, text string) {
+	fmt.Fprintf(b, "\n%s:\n", title)
+	for _, line := range settings.Wrap(text, width-2) {
+		b.WriteString("  " + line + "\n")
+	}
+}
+
+// firstSentence is text up to its first full stop followed by a space.
+func firstSentence(text string) string {
+	if i := strings.Index(text, ". "); i >= 0 {
+		return text[:i+1]
+	}
+	return text
+}
