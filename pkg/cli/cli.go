@@ -115,6 +115,6 @@ its own with helm template.`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newRender(s), newValidate(s), newExplain(s), newSchema(s), newVersion(s))
+	root.AddCommand(newInit(s), newRender(s), newValidate(s), newExplain(s), newSchema(s), newVersion(s))
 	return root
 }

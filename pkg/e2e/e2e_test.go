@@ -46,10 +46,7 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 		waitEstablished(t, cluster, meta.Metadata.Name)
 	}
 
-	examples, err := filepath.Glob("../../examples/*.settings.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, examples)
-	for _, example := range examples {
+	for _, example := range golden.Examples(t) {
 		t.Run(filepath.Base(example), func(t *testing.T) {
 			manifest := run(t, nil, generator, "render", "-f", example)
 			objects := golden.Objects(t, manifest)

@@ -49,14 +49,12 @@ func TestGoldenOutputsAreAdmitted(t *testing.T) {
 	}
 }
 
-// Every example passes every layer, and so does the job it wraps applied on
-// its own (kubectl apply of the job without the AppWrapper).
+// Every example, and every starter of generator init, passes every layer,
+// and so does the job it wraps applied on its own (kubectl apply of the job
+// without the AppWrapper).
 func TestExamplesAreAdmitted(t *testing.T) {
 	c := newChecker(t)
-	files, err := filepath.Glob("../../examples/*.settings.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, file := range files {
+	for _, file := range golden.Examples(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			manifest := renderFile(t, file)
 			require.Empty(t, c.CheckManifest(manifest))

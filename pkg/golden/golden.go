@@ -53,3 +53,18 @@ func Objects(t *testing.T, stream []byte) []map[string]any {
 		}
 	}
 }
+
+// Examples lists the settings files that every check treats as examples: the
+// files of examples/ and the starters of generator init in testdata/init, as
+// seen from a package's folder (pkg/<name>).
+func Examples(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{"../../examples/*.settings.yaml", "../../testdata/init/*.settings.yaml"} {
+		matches, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		require.NotEmpty(t, matches, pattern)
+		files = append(files, matches...)
+	}
+	return files
+}

@@ -48,17 +48,14 @@ func helmRender(t *testing.T, file string) ([]byte, error) {
 }
 
 // parityFiles are the settings files that must render the same with helm
-// template as with the generator: every golden case and every example.
+// template as with the generator: every golden case and every example
+// (starters of generator init included).
 func parityFiles(t *testing.T) []string {
 	t.Helper()
-	var files []string
-	for _, pattern := range []string{"../../testdata/golden/*/settings.yaml", "../../examples/*.settings.yaml"} {
-		matches, err := filepath.Glob(pattern)
-		require.NoError(t, err)
-		require.NotEmpty(t, matches, pattern)
-		files = append(files, matches...)
-	}
-	return files
+	files, err := filepath.Glob("../../testdata/golden/*/settings.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	return append(files, golden.Examples(t)...)
 }
 
 func TestHelmTemplateGivesTheSameObjects(t *testing.T) {

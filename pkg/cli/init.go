@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/torchwrap/generator/pkg/render"
+	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/schema"
+)
+
+// kinds are the job kinds, from the schema.
+func kinds(s *settings.Schema) []string {
+	var names []string
+	for _, v := range s.Properties.Get("jobKind").Resolved().Enum {
+		names = append(names, fmt.Sprint(v))
+	}
+	return names
+}
+
+// schemaURL is where the settings schema of this chart version is published:
+// the file in the repository at the release's tag.
+func schemaURL() (string, error) {
+	c, err := render.Chart()
+	if err != nil {
+		return "", err
+	}
+	return "https://raw.githubusercontent.com/torchwrap/generator/v" + c.Metadata.Version + "/schema/settings.schema.json", nil
+}
+
+func newInit(s Streams) *cobra.Command {
+	var kind, schemaRef string
+	cmd := &cobra.Command{
+		Use:   "init [--kind KIND] [FILE]",
+		Short: "Write a commented starter settings.yaml",
+		Long: `Init writes a starter settings file (settings.yaml, or FILE; - for standard
+output) for a job of the given kind: the keys a first job needs, set, and common
+optional ones as commented examples, each with its description. It validates as
+is. Its first line is a yaml-language-server modeline that points editors (VS
+Code with the YAML extension, Neovim, Helix, ...) at the settings schema, so that
+they complete and check the keys as you type.
+
+Init never overwrites a file: choose another name, or remove the old file first.`,
+		Example: `  generator init
+  generator init --kind PyTorchTrainingJob training/settings.yaml
+  generator schema > settings.schema.json && generator init --schema settings.schema.json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: run(func(_ *cobra.Command, args []string) error {
+			sch, err := settings.ParseSchema(schema.JSON)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(kinds(sch), kind) {
+				return settings.UsageError{Err: fmt.Errorf("--kind %s is not a job kind; use one of %s", kind, strings.Join(kinds(sch), ", "))}
+			}
+			if schemaRef == "" {
+				if schemaRef, err = schemaURL(); err != nil {
+					return err
+				}
+			}
+			file := "settings.yaml"
+			if len(args) > 0 {
+				file = args[0]
+			}
+			name := file
+			if file == "-" {
+				name = "settings.yaml"
+			}
+			text, err := settings.Starter(sch, kind, schemaRef, name)
+			if err != nil {
+				return err
+			}
+			if file == "-" {
+				_, err = s.Out.Write(text)
+				return err
+			}
+			if err := createFile(file, text); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(s.Err, "wrote %s, a %s; render it with: generator render -f %s\n", file, kind, file)
+			return err
+		}),
+	}
+	cmd.Flags().StringVar(&kind, "kind", "PyTorchJob", "job kind: PyTorchJob, PyTorchTrainingJob or DeepSpeedJob")
+	cmd.Flags().StringVar(&schemaRef, "schema", "", "URL or path of the settings schema for the modeline (default: the schema of this version, online)")
+	cmd.RegisterFlagCompletionFunc("kind", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		sch, err := settings.ParseSchema(schema.JSON)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		return kinds(sch), cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+// createFile writes a new file; an existing one is left alone and refused.
+func createFile(path string, data []byte) (err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s exists already, and init does not overwrite files; name another file, or remove it first", path)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	defer func() {
+		if closeErr := f.Close(); err == nil {
+			err = closeErr
+		}
+		if err != nil {
+			os.Remove(path)
+			err = fmt.Errorf("cannot write %s: %w", path, err)
+		}
+	}()
+	_, err = f.Write(data)
+	return err
+}

@@ -1,0 +1,69 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/torchwrap/generator/pkg/cli"
+	"github.com/torchwrap/generator/pkg/golden"
+)
+
+// init writes, for each kind, a starter that renders as is, without a single
+// warning; testdata/init holds them for review (and for the fidelity checks
+// and make e2e, which treat them as examples).
+func TestInitWritesAStarterThatRenders(t *testing.T) {
+	for _, kind := range []string{"PyTorchJob", "PyTorchTrainingJob", "DeepSpeedJob"} {
+		t.Run(kind, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "settings.yaml")
+			out, errOut, code := generator(t, nil, "init", "--kind", kind, file)
+			require.Equal(t, cli.ExitOK, code, errOut)
+			require.Empty(t, out)
+			require.Equal(t, "wrote "+file+", a "+kind+"; render it with: generator render -f "+file+"\n", errOut)
+			starter := readFile(t, file)
+			require.True(t, strings.HasPrefix(starter, "# yaml-language-server: $schema=https://raw.githubusercontent.com/torchwrap/generator/v0.1.0/schema/settings.schema.json\n"), starter)
+			require.Contains(t, starter, "\njobKind: "+kind+"\n")
+
+			manifest := render(t, "-f", file, "--strict")
+			require.Contains(t, manifest, "\nkind: AppWrapper\n")
+
+			stdout, errOut, code := generator(t, nil, "init", "--kind", kind, "-")
+			require.Equal(t, cli.ExitOK, code, errOut)
+			require.Empty(t, errOut)
+			require.Equal(t, strings.ReplaceAll(starter, file, "settings.yaml"), stdout)
+			golden.Check(t, filepath.Join(testdata, "init", kind+".settings.yaml"), []byte(stdout))
+		})
+	}
+}
+
+func TestInitNeverOverwrites(t *testing.T) {
+	file := writeFile(t, "settings.yaml", "precious\n")
+	out, errOut, code := generator(t, nil, "init", file)
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Empty(t, out)
+	require.Equal(t, "Error: "+file+" exists already, and init does not overwrite files; name another file, or remove it first\n", errOut)
+	require.Equal(t, "precious\n", readFile(t, file))
+}
+
+// Without FILE, init writes settings.yaml in the current folder.
+func TestInitWritesSettingsYamlByDefault(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, errOut, code := generator(t, nil, "init")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	_, err := os.Stat("settings.yaml")
+	require.NoError(t, err)
+}
+
+func TestInitSchemaAndKindFlags(t *testing.T) {
+	out, errOut, code := generator(t, nil, "init", "--schema", "settings.schema.json", "-")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.True(t, strings.HasPrefix(out, "# yaml-language-server: $schema=settings.schema.json\n"), out)
+
+	out, errOut, code = generator(t, nil, "init", "--kind", "TFJob", "-")
+	require.Equal(t, cli.ExitUsage, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "Error: --kind TFJob is not a job kind; use one of PyTorchJob, PyTorchTrainingJob, DeepSpeedJob\n")
+}
