@@ -25,13 +25,13 @@ type batchResult struct {
 // renderBatch renders every file to its own output file in outDir, on every
 // CPU at once. The chart and the schema are loaded once for all. Messages are
 // written in the order of the files, whatever order they finish in.
-func (f *inputFlags) renderBatch(s Streams, outDir, outFile string, files []string) error {
+func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) error {
 	switch {
-	case outDir == "":
+	case out.dir == "":
 		return settings.UsageError{Err: errors.New("several settings files need --out-dir DIR to be written to; for one, use -f FILE")}
 	case len(files) == 0:
 		return settings.UsageError{Err: errors.New("--out-dir needs the settings files to render, such as: --out-dir manifests/ jobs/*.yaml")}
-	case outFile != "":
+	case out.file != "":
 		return settings.UsageError{Err: errors.New("-o and --out-dir cannot be used together")}
 	}
 	results := make([]batchResult, len(files))
@@ -41,15 +41,15 @@ func (f *inputFlags) renderBatch(s Streams, outDir, outFile string, files []stri
 			return settings.UsageError{Err: errors.New("--out-dir renders files; standard input (-) has no name to write it to")}
 		}
 		base := filepath.Base(file)
-		out := filepath.Join(outDir, strings.TrimSuffix(base, filepath.Ext(base))+".yaml")
-		if other, ok := written[out]; ok {
-			return settings.UsageError{Err: fmt.Errorf("%s and %s would both be written to %s; rename one", other, file, out)}
+		path := filepath.Join(out.dir, strings.TrimSuffix(base, filepath.Ext(base))+"."+out.format)
+		if other, ok := written[path]; ok {
+			return settings.UsageError{Err: fmt.Errorf("%s and %s would both be written to %s; rename one", other, file, path)}
 		}
-		written[out] = file
-		results[i].out = out
+		written[path] = file
+		results[i].out = path
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return fmt.Errorf("cannot create %s: %w", outDir, err)
+	if err := os.MkdirAll(out.dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %w", out.dir, err)
 	}
 
 	// One chunk of files per CPU; each chunk is rendered in one call of Helm's
@@ -60,7 +60,7 @@ func (f *inputFlags) renderBatch(s Streams, outDir, outFile string, files []stri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f.renderChunk(results[w*len(files)/workers:(w+1)*len(files)/workers], files[w*len(files)/workers:(w+1)*len(files)/workers])
+			f.renderChunk(results[w*len(files)/workers:(w+1)*len(files)/workers], files[w*len(files)/workers:(w+1)*len(files)/workers], out)
 		}()
 	}
 	wg.Wait()
@@ -80,13 +80,13 @@ func (f *inputFlags) renderBatch(s Streams, outDir, outFile string, files []stri
 	if failed > 0 {
 		return batchError{failed: failed, total: len(files)}
 	}
-	fmt.Fprintf(s.Err, "rendered %d file(s) into %s\n", len(files), outDir)
+	fmt.Fprintf(s.Err, "rendered %d file(s) into %s\n", len(files), out.dir)
 	return nil
 }
 
 // renderChunk renders files (after the shared -f files and --set values) and
 // writes each one's manifest to its results' out, each atomically.
-func (f *inputFlags) renderChunk(results []batchResult, files []string) {
+func (f *inputFlags) renderChunk(results []batchResult, files []string, out outputFlags) {
 	var ins []*settings.Input
 	var loaded []int
 	for i, file := range files {
@@ -104,8 +104,12 @@ func (f *inputFlags) renderChunk(results []batchResult, files []string) {
 		if err == nil {
 			err = f.strictWarnings(result, &r.stderr)
 		}
+		var data []byte
 		if err == nil {
-			err = writeFile(r.out, result.Manifest, false)
+			data, err = out.encode(result.Manifest)
+		}
+		if err == nil {
+			err = writeFile(r.out, data, false)
 		}
 		r.err = err
 	}

@@ -261,3 +261,35 @@ func TestWarningsAndStrict(t *testing.T) {
 	require.Equal(t, cli.ExitOK, code, errOut)
 	require.Empty(t, errOut)
 }
+
+// --output json writes the same object as JSON, as kubectl -o json would;
+// batch mode writes .json files then.
+func TestRenderOutputJSON(t *testing.T) {
+	out, errOut, code := generator(t, nil, "render", "-f", helloworld, "--output", "json")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	var fromJSON map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &fromJSON))
+	objects := golden.Objects(t, []byte(render(t, "-f", helloworld)))
+	require.Len(t, objects, 1)
+	asJSON, err := json.Marshal(objects[0])
+	require.NoError(t, err)
+	require.JSONEq(t, string(asJSON), out)
+	require.True(t, strings.HasPrefix(out, "{\n  \"apiVersion\": \"workload.codeflare.dev/v1beta2\",\n"), out)
+
+	dir := t.TempDir()
+	_, errOut, code = generator(t, nil, "render", "--output", "json", "--out-dir", dir, helloworld)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, out, readFile(t, filepath.Join(dir, "helloworld.settings.json")))
+}
+
+func TestRenderOutputUsageErrors(t *testing.T) {
+	for args, message := range map[string]string{
+		"--output xml": "--output xml is not an output format; use yaml or json",
+		"-o json":      "-o names the output file, and json has no extension: for the format, use --output json; for a file, use -o job.json",
+	} {
+		out, errOut, code := generator(t, nil, append([]string{"render", "-f", helloworld}, strings.Fields(args)...)...)
+		require.Equal(t, cli.ExitUsage, code, args)
+		require.Empty(t, out)
+		require.Contains(t, errOut, "Error: "+message+"\n")
+	}
+}

@@ -2,14 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
@@ -63,43 +66,94 @@ type strictError struct{ warnings settings.Problems }
 
 func (e strictError) Error() string { return e.warnings.Error() }
 
+// outputFlags say where and how render writes manifests.
+type outputFlags struct {
+	file, dir, format string
+}
+
+// check refuses a format render does not write, and an -o that looks like
+// kubectl's -o FORMAT.
+func (o outputFlags) check() error {
+	if o.format != "yaml" && o.format != "json" {
+		return settings.UsageError{Err: fmt.Errorf("--output %s is not an output format; use yaml or json", o.format)}
+	}
+	if o.file == "yaml" || o.file == "json" {
+		return settings.UsageError{Err: fmt.Errorf("-o names the output file, and %s has no extension: for the format, use --output %s; for a file, use -o job.%s", o.file, o.file, o.file)}
+	}
+	return nil
+}
+
+// encode writes a manifest in the output format: YAML as rendered, or JSON
+// as kubectl -o json writes it: the object, or a v1 List of the objects when
+// there are several.
+func (o outputFlags) encode(manifest []byte) ([]byte, error) {
+	if o.format == "yaml" {
+		return manifest, nil
+	}
+	var items []json.RawMessage
+	for _, doc := range strings.Split(strings.TrimPrefix(string(manifest), "---\n"), "\n---\n") {
+		item, err := sigsyaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			return nil, fmt.Errorf("the manifest is not valid YAML; please report this bug: %w", err)
+		}
+		items = append(items, item)
+	}
+	var v any = items[0]
+	if len(items) > 1 {
+		v = map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	return append(data, '\n'), err
+}
+
 func newRender(s Streams) *cobra.Command {
 	var in inputFlags
-	var outFile, outDir string
+	var out outputFlags
 	cmd := &cobra.Command{
-		Use:   "render -f settings.yaml [-f more.yaml] [--set key=value] [-o FILE] | --out-dir DIR FILE...",
+		Use:   "render -f settings.yaml [-f more.yaml] [--set key=value] [-o FILE] [--output yaml|json] | --out-dir DIR FILE...",
 		Short: "Render the settings into an AppWrapper manifest",
 		Long: `Render validates the settings and writes the AppWrapper manifest to standard
-output, or to the file -o names. On any problem it writes nothing: an existing
-output file is left as it was, and standard output stays empty.
+output, or to the file -o names, as YAML or (--output json) as JSON. On any
+problem it writes nothing: an existing output file is left as it was, and
+standard output stays empty.
 
 With --out-dir, render renders many settings files in one go, in parallel: each
 FILE (after the -f files and --set values, which apply to all) to
-DIR/<FILE's name without its extension>.yaml. A file with problems is reported
-with its name and the others are still written; the exit code is 1 if any
-file failed.`,
+DIR/<FILE's name without its extension>.yaml (or .json). A file with problems
+is reported with its name and the others are still written; the exit code is 1
+if any file failed.`,
 		Example: `  generator render -f settings.yaml | kubectl apply -f -
   generator render -f base.yaml -f experiment.yaml --set numPods=8 -o job.yaml
   cat settings.yaml | generator render -f -
+  generator render -f settings.yaml --output json | jq .spec.components[0].template.spec
   generator render --out-dir manifests/ jobs/*.yaml`,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			if outDir != "" || len(args) > 0 {
-				return in.renderBatch(s, outDir, outFile, args)
+			if err := out.check(); err != nil {
+				return err
+			}
+			if out.dir != "" || len(args) > 0 {
+				return in.renderBatch(s, out, args)
 			}
 			result, err := in.render(s)
 			if err != nil {
 				return err
 			}
-			if outFile == "" {
-				_, err = s.Out.Write(result.Manifest)
+			data, err := out.encode(result.Manifest)
+			if err != nil {
 				return err
 			}
-			return writeFile(outFile, result.Manifest, true)
+			if out.file == "" {
+				_, err = s.Out.Write(data)
+				return err
+			}
+			return writeFile(out.file, data, true)
 		}),
 	}
 	in.register(cmd.Flags())
-	cmd.Flags().StringVarP(&outFile, "output-file", "o", "", "write the manifest to this file (atomically) instead of standard output")
-	cmd.Flags().StringVar(&outDir, "out-dir", "", "render each FILE argument to a file of its own in this folder")
+	cmd.Flags().StringVarP(&out.file, "output-file", "o", "", "write the manifest to this file (atomically) instead of standard output")
+	cmd.Flags().StringVar(&out.format, "output", "yaml", "output format: yaml or json")
+	cmd.Flags().StringVar(&out.dir, "out-dir", "", "render each FILE argument to a file of its own in this folder")
+	cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
