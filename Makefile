@@ -7,7 +7,7 @@ EXAMPLE ?= examples/helloworld.settings.yaml
 
 ## build: the generator binary, in bin/
 build:
-	$(GO) build -o $(BIN) ./cmd/generator
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/generator
 
 ## run: render the helloworld example with the embedded chart
 run:

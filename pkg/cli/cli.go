@@ -102,13 +102,15 @@ func newRoot(s Streams) *cobra.Command {
 		Use:   "generator",
 		Short: "Render a settings.yaml into an AppWrapper for a distributed PyTorch job",
 		Long: `generator turns a short settings.yaml into one Kubernetes AppWrapper that wraps a
-distributed PyTorch training job (a Kubeflow PyTorchJob), ready for Kueue:
-
-  generator render -f settings.yaml | kubectl apply -f -
+distributed PyTorch training job, ready for Kueue: a Kubeflow PyTorchJob, or
+T9k's PyTorchTrainingJob or DeepSpeedJob.
 
 It is a drop-in successor of the MLBatch pytorchjob-generator Helm chart: settings
 written for that chart render the same objects. The chart it embeds also works on
 its own with helm template.`,
+		Example: `  generator init                                   # a starter settings.yaml
+  generator explain numGpusPerPod                  # what a key means
+  generator render -f settings.yaml | kubectl apply -f -`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -116,5 +118,28 @@ its own with helm template.`,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.AddCommand(newInit(s), newRender(s), newValidate(s), newExplain(s), newSchema(s), newVersion(s))
+
+	// cobra's own help and completion commands, with examples like the others.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, cmd := range root.Commands() {
+		switch cmd.Name() {
+		case "help":
+			cmd.Example = "  generator help render"
+		case "completion":
+			cmd.Example = "  source <(generator completion bash)"
+			for _, shell := range cmd.Commands() {
+				shell.Example = completionExamples[shell.Name()]
+			}
+		}
+	}
 	return root
+}
+
+// completionExamples load the completion of each shell, for the session.
+var completionExamples = map[string]string{
+	"bash":       "  source <(generator completion bash)",
+	"zsh":        "  source <(generator completion zsh)",
+	"fish":       "  generator completion fish | source",
+	"powershell": "  generator completion powershell | Out-String | Invoke-Expression",
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -199,25 +200,31 @@ func TestSchemaPrintsTheSettingsSchema(t *testing.T) {
 	require.True(t, json.Valid([]byte(out)))
 }
 
-func TestVersionNamesTheChart(t *testing.T) {
+func TestVersionNamesTheChartAndTheBuild(t *testing.T) {
 	out, errOut, code := generator(t, nil, "version")
 	require.Equal(t, cli.ExitOK, code, errOut)
-	chartYAML := readFile(t, "../../chart/Chart.yaml")
-	require.Regexp(t, `^generator \S+\nchart torchwrap \S+ \(appVersion v1beta2\)\n$`, out)
-	for _, line := range strings.Split(chartYAML, "\n") {
+	require.Regexp(t, `^generator \S+\n(commit    .+\n)?go        go1\.\d+\S* \w+/\w+\nchart     torchwrap \S+, appVersion v1beta2\n$`, out)
+	require.Contains(t, out, "go        "+runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH+"\n")
+	require.Contains(t, out, "chart     torchwrap "+chartVersion(t)+", ")
+}
+
+// chartVersion reads the version of chart/Chart.yaml.
+func chartVersion(t *testing.T) string {
+	t.Helper()
+	for _, line := range strings.Split(readFile(t, "../../chart/Chart.yaml"), "\n") {
 		if v, ok := strings.CutPrefix(line, "version: "); ok {
-			require.Contains(t, out, "chart torchwrap "+v+" ")
+			return v
 		}
 	}
+	t.Fatal("chart/Chart.yaml has no version")
+	return ""
 }
 
 // The generator-version annotation carries the chart's version.
 func TestGeneratorVersionAnnotation(t *testing.T) {
-	out, _, _ := generator(t, nil, "version")
-	version := strings.Fields(strings.Split(out, "\n")[1])[2]
 	objects := golden.Objects(t, []byte(render(t, "-f", helloworld)))
 	annotations := objects[0]["metadata"].(map[string]any)["annotations"].(map[string]any)
-	require.Equal(t, version, annotations["torchwrap.dev/generator-version"])
+	require.Equal(t, chartVersion(t), annotations["torchwrap.dev/generator-version"])
 }
 
 // A panic inside a command is reported in one line, without a stack trace.
@@ -292,4 +299,53 @@ func TestRenderOutputUsageErrors(t *testing.T) {
 		require.Empty(t, out)
 		require.Contains(t, errOut, "Error: "+message+"\n")
 	}
+}
+
+// Every command, cobra's help and completion included, shows examples in its
+// --help.
+func TestEveryCommandHasExamples(t *testing.T) {
+	var commands [][]string
+	var walk func(path []string, out string)
+	walk = func(path []string, help string) {
+		commands = append(commands, path)
+		_, list, found := strings.Cut(help, "Available Commands:\n")
+		if !found {
+			return
+		}
+		list, _, _ = strings.Cut(list, "\n\n")
+		for _, line := range strings.Split(list, "\n") {
+			name := strings.Fields(line)[0]
+			sub := append(path[:len(path):len(path)], name)
+			out, _, code := generator(t, nil, append(sub, "--help")...)
+			require.Equal(t, cli.ExitOK, code, sub)
+			walk(sub, out)
+		}
+	}
+	root, _, code := generator(t, nil, "--help")
+	require.Equal(t, cli.ExitOK, code)
+	walk(nil, root)
+	require.Greater(t, len(commands), 12, "init, render, validate, explain, schema, version, help, completion and its 4 shells")
+	for _, path := range commands {
+		out, _, _ := generator(t, nil, append(path, "--help")...)
+		_, examples, found := strings.Cut(out, "\nExamples:\n")
+		require.True(t, found, "%v --help has no examples", path)
+		examples, _, _ = strings.Cut(examples, "\n\n")
+		require.Contains(t, examples, "generator "+strings.Join(path, " "), path)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		out, errOut, code := generator(t, nil, "completion", shell)
+		require.Equal(t, cli.ExitOK, code, errOut)
+		require.Contains(t, out, "generator", shell)
+	}
+	// The completion engine offers the keys to explain, and the job kinds.
+	out, _, code := generator(t, nil, "__complete", "explain", "numG")
+	require.Equal(t, cli.ExitOK, code)
+	require.Contains(t, out, "numGpusPerPod\t")
+	out, _, _ = generator(t, nil, "__complete", "init", "--kind", "")
+	require.Equal(t, "PyTorchJob\nPyTorchTrainingJob\nDeepSpeedJob\n:4\n", out)
+	out, _, _ = generator(t, nil, "__complete", "render", "--output", "")
+	require.Equal(t, "yaml\njson\n:4\n", out)
 }

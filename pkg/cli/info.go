@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"helm.sh/helm/v3/pkg/chart"
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/schema"
@@ -27,8 +30,11 @@ editors and other tools can use it to check settings files as you type.`,
 
 func newVersion(s Streams) *cobra.Command {
 	return &cobra.Command{
-		Use:     "version",
-		Short:   "Print the versions of the generator and of its chart",
+		Use:   "version",
+		Short: "Print the versions of the generator, of its chart, and how it was built",
+		Long: `Version prints the generator's module version (a release tag, or a
+pseudo-version for a build from a git checkout), the commit it was built from
+when known, the Go version and platform, and the embedded chart's version.`,
 		Example: `  generator version`,
 		Args:    cobra.NoArgs,
 		RunE: run(func(*cobra.Command, []string) error {
@@ -36,13 +42,38 @@ func newVersion(s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			version := "(devel)"
-			if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-				version = info.Main.Version
+			info, ok := debug.ReadBuildInfo()
+			if !ok {
+				return errors.New("this binary carries no build information")
 			}
-			_, err = fmt.Fprintf(s.Out, "generator %s\nchart %s %s (appVersion %s)\n",
-				version, c.Metadata.Name, c.Metadata.Version, c.Metadata.AppVersion)
+			_, err = io.WriteString(s.Out, versionText(info, c.Metadata))
 			return err
 		}),
 	}
+}
+
+// versionText writes what version prints, from the binary's build
+// information and the chart's metadata.
+func versionText(info *debug.BuildInfo, chart *chart.Metadata) string {
+	setting := map[string]string{}
+	for _, kv := range info.Settings {
+		setting[kv.Key] = kv.Value
+	}
+	version := info.Main.Version
+	if version == "" {
+		version = "(devel)"
+	}
+	text := fmt.Sprintf("generator %s\n", version)
+	if commit := setting["vcs.revision"]; commit != "" {
+		if setting["vcs.modified"] == "true" {
+			commit += ", with uncommitted changes"
+		}
+		if when := setting["vcs.time"]; when != "" {
+			commit += ", committed " + when
+		}
+		text += fmt.Sprintf("commit    %s\n", commit)
+	}
+	text += fmt.Sprintf("go        %s %s/%s\n", info.GoVersion, setting["GOOS"], setting["GOARCH"])
+	text += fmt.Sprintf("chart     %s %s, appVersion %s\n", chart.Name, chart.Version, chart.AppVersion)
+	return text
 }
