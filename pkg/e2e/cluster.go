@@ -1,11 +1,11 @@
 // Package e2e runs a real Kubernetes API server (etcd and kube-apiserver) on
 // 127.0.0.1 for end-to-end tests, from binaries built from Go modules.
 //
-// The binaries are built from the module in testdata/e2e/kube, which pins
-// their versions, and cached outside the repository (in the user's cache
-// folder, keyed by that module's go.sum), so later runs reuse them. Every
-// process started is stopped by Stop, and dies with the test process if that
-// is killed first.
+// The binaries are built by package pinned from the module in
+// testdata/e2e/kube, which pins their versions, and cached outside the
+// repository (in the user's cache folder, keyed by that module's go.sum), so
+// later runs reuse them. Every process started is stopped by Stop, and dies
+// with the test process if that is killed first.
 package e2e
 
 import (
@@ -13,10 +13,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -28,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/torchwrap/generator/pkg/pinned"
 )
 
 // KubeVersion is the Kubernetes release of kube-apiserver and kubectl; it
@@ -42,20 +42,6 @@ type Binaries struct {
 // Build builds etcd, kube-apiserver and kubectl from the module in
 // kubeModule, or reuses them from the cache. logf reports progress.
 func Build(kubeModule string, logf func(string, ...any)) (Binaries, error) {
-	key, err := cacheKey(kubeModule)
-	if err != nil {
-		return Binaries{}, err
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return Binaries{}, err
-	}
-	dir := filepath.Join(cache, "torchwrap-generator", "e2e", "kube-"+KubeVersion+"-"+key)
-	bins := Binaries{
-		Etcd:      filepath.Join(dir, "etcd"),
-		APIServer: filepath.Join(dir, "kube-apiserver"),
-		Kubectl:   filepath.Join(dir, "kubectl"),
-	}
 	major, minor, _ := strings.Cut(KubeVersion, ".")
 	minor, _, _ = strings.Cut(minor, ".")
 	// Real version strings: kubectl refuses to talk to a server whose version
@@ -65,48 +51,19 @@ func Build(kubeModule string, logf func(string, ...any)) (Binaries, error) {
 		ldflags += fmt.Sprintf(" -X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean",
 			pkg, KubeVersion, pkg, major, pkg, minor, pkg)
 	}
-	for _, b := range []struct{ out, pkg, ldflags string }{
-		{bins.APIServer, "k8s.io/kubernetes/cmd/kube-apiserver", ldflags},
-		{bins.Kubectl, "k8s.io/kubernetes/cmd/kubectl", ldflags},
-		{bins.Etcd, "go.etcd.io/etcd/server/v3", "-s -w"},
-	} {
-		if _, err := os.Stat(b.out); err == nil {
-			logf("reusing %s", b.out)
-			continue
-		}
-		start := time.Now()
-		logf("building %s (a cold build takes minutes)", b.pkg)
-		tmp := b.out + ".partial"
-		cmd := exec.Command("go", "build", "-ldflags", b.ldflags, "-o", tmp, b.pkg)
-		cmd.Dir = kubeModule
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return Binaries{}, fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
-		}
-		if err := os.Rename(tmp, b.out); err != nil {
-			return Binaries{}, err
-		}
-		logf("built %s in %s", b.out, time.Since(start).Round(time.Second))
-	}
-	return bins, nil
-}
-
-// cacheKey identifies a build: the pinned module and the Go version.
-func cacheKey(kubeModule string) (string, error) {
-	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		data, err := os.ReadFile(filepath.Join(kubeModule, f))
-		if err != nil {
-			return "", err
-		}
-		h.Write(data)
-	}
-	out, err := exec.Command("go", "env", "GOVERSION").Output()
+	dir, err := pinned.Build(kubeModule, filepath.Join("e2e", "kube-"+KubeVersion), []pinned.Program{
+		{Name: "kube-apiserver", Package: "k8s.io/kubernetes/cmd/kube-apiserver", LDFlags: ldflags},
+		{Name: "kubectl", Package: "k8s.io/kubernetes/cmd/kubectl", LDFlags: ldflags},
+		{Name: "etcd", Package: "go.etcd.io/etcd/server/v3", LDFlags: "-s -w"},
+	}, logf)
 	if err != nil {
-		return "", err
+		return Binaries{}, err
 	}
-	h.Write(out)
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	return Binaries{
+		Etcd:      filepath.Join(dir, "etcd"),
+		APIServer: filepath.Join(dir, "kube-apiserver"),
+		Kubectl:   filepath.Join(dir, "kubectl"),
+	}, nil
 }
 
 // Cluster is a running etcd and kube-apiserver.
