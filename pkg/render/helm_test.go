@@ -58,35 +58,50 @@ func parityFiles(t *testing.T) []string {
 	return append(files, golden.Examples(t)...)
 }
 
+// generatorObjects are the objects the generator renders from a settings file.
+func generatorObjects(t *testing.T, file string) []map[string]any {
+	t.Helper()
+	in, err := settings.Load(settings.Options{Files: []string{file}})
+	require.NoError(t, err)
+	ours, err := render.Render(in)
+	require.NoError(t, err)
+	return golden.Objects(t, ours.Manifest)
+}
+
 func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
 	for _, file := range parityFiles(t) {
 		t.Run(file, func(t *testing.T) {
-			in, err := settings.Load(settings.Options{Files: []string{file}})
-			require.NoError(t, err)
-			ours, err := render.Render(in)
-			require.NoError(t, err)
-			require.Equal(t, golden.Objects(t, helmTemplate(t, file)), golden.Objects(t, ours.Manifest))
+			require.Equal(t, golden.Objects(t, helmTemplate(t, file)), generatorObjects(t, file))
 		})
 	}
 }
 
-// Every invalid case that Helm can see is refused by helm template as well:
-// by the same schema (chart/values.schema.json) or by the chart's own checks.
-// Two cannot be seen by any Helm chart: Helm's YAML reader keeps the last of
-// two duplicate keys, and reads only the first document of a file.
-func TestHelmRefusesTheInvalidCases(t *testing.T) {
-	unseen := map[string]string{
-		"duplicate-key": "Helm keeps the last of duplicate keys",
-		"two-documents": "Helm reads only the first document",
-	}
+// invalidFiles are the settings files of testdata/invalid; each one's folder
+// names its case.
+func invalidFiles(t *testing.T) []string {
+	t.Helper()
 	files, err := filepath.Glob("../../testdata/invalid/*/settings.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	for _, file := range files {
+	return files
+}
+
+// unseenByHelm are the invalid cases that no Helm chart can see, since Helm's
+// reading of a values file hides what is wrong with them, with the reason.
+var unseenByHelm = map[string]string{
+	"duplicate-key": "Helm keeps the last of duplicate keys",
+	"two-documents": "Helm 3 reads only the first document; Helm 4 merges them all, the last value winning",
+}
+
+// Every invalid case that Helm can see is refused by helm template as well:
+// by the same schema (chart/values.schema.json) or by the chart's own checks.
+// Two cannot be seen by any Helm chart (unseenByHelm).
+func TestHelmRefusesTheInvalidCases(t *testing.T) {
+	for _, file := range invalidFiles(t) {
 		name := filepath.Base(filepath.Dir(file))
 		t.Run(name, func(t *testing.T) {
 			_, err := helmRender(t, file)
-			if reason, ok := unseen[name]; ok {
+			if reason, ok := unseenByHelm[name]; ok {
 				require.NoError(t, err, "expected Helm not to see it: %s", reason)
 				return
 			}

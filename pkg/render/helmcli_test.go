@@ -1,0 +1,303 @@
+package render_test
+
+// The chart as Helm's users run it: the helm command of Helm 4, built from the
+// module in testdata/helm4, and helm package with Helm 3 and Helm 4.
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"debug/buildinfo"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	chartfiles "github.com/torchwrap/generator/chart"
+	"github.com/torchwrap/generator/pkg/golden"
+	"github.com/torchwrap/generator/pkg/pinned"
+)
+
+const (
+	chartDir    = "../../chart"
+	helm4Module = "../../testdata/helm4"
+)
+
+// helmCLI is a helm command, run as a process with an empty Helm home of its
+// own and no kubeconfig.
+type helmCLI struct {
+	name, path string
+	env        []string
+}
+
+func newHelmCLI(t *testing.T, name, path string) helmCLI {
+	home := t.TempDir()
+	env := append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"KUBECONFIG="+filepath.Join(home, "kubeconfig"))
+	return helmCLI{name: name, path: path, env: env}
+}
+
+// run runs helm with args. err is set if helm exits with an error; stderr
+// then holds helm's message.
+func (h helmCLI) run(args ...string) (stdout, stderr string, err error) {
+	cmd := exec.Command(h.path, args...)
+	cmd.Env = h.env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// template is helm template chart -f file, which must succeed.
+func (h helmCLI) template(t *testing.T, chart, file string) []byte {
+	t.Helper()
+	out, errOut, err := h.run("template", chart, "-f", file)
+	require.NoError(t, err, "%s: helm template %s -f %s: %s", h.name, chart, file, errOut)
+	return []byte(out)
+}
+
+// once holds the result of finding or building a helm command.
+type once struct {
+	sync.Once
+	path string
+	err  error
+}
+
+var helm3Once, helm4Once once
+
+// helm3 is the helm command of go.mod's tool directive, the one make lint
+// runs: go tool -n builds it, or finds it in Go's build cache, and names it.
+func helm3(t *testing.T) helmCLI {
+	t.Helper()
+	helm3Once.Do(func() {
+		cmd := exec.Command("go", "tool", "-n", "helm")
+		cmd.Dir = "../.."
+		out, err := cmd.Output()
+		if exitErr := (*exec.ExitError)(nil); errors.As(err, &exitErr) {
+			err = errors.New(string(exitErr.Stderr))
+		}
+		helm3Once.path, helm3Once.err = strings.TrimSpace(string(out)), err
+	})
+	require.NoError(t, helm3Once.err, "go tool -n helm")
+	return newHelmCLI(t, "Helm 3", helm3Once.path)
+}
+
+// helm4 is the helm command of Helm 4, built from the module in
+// testdata/helm4 into the user's cache folder by the first test that needs
+// it (a cold build takes minutes), or found there.
+func helm4(t *testing.T) helmCLI {
+	t.Helper()
+	helm4Once.Do(func() { helm4Once.path, helm4Once.err = buildHelm4(t.Logf) })
+	require.NoError(t, helm4Once.err, "building Helm 4 from %s", helm4Module)
+	return newHelmCLI(t, "Helm 4", helm4Once.path)
+}
+
+func buildHelm4(logf func(string, ...any)) (string, error) {
+	const module = "helm.sh/helm/v4"
+	version, err := pinned.Version(helm4Module, module)
+	if err != nil {
+		return "", err
+	}
+	dir, err := pinned.Build(helm4Module, filepath.Join("helm4", "helm-"+version), []pinned.Program{{
+		Name:    "helm",
+		Package: module + "/cmd/helm",
+		// What helm version prints, as in Helm's own release builds.
+		LDFlags: "-s -w -X " + module + "/internal/version.version=" + version,
+	}}, logf)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "helm")
+	// The binary is the Helm that testdata/helm4 pins.
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	// go build names a package's module as the main one when the package
+	// lies in a dependency of the wrapper module.
+	for _, m := range append(info.Deps, &info.Main) {
+		if m.Path == module && m.Version == version {
+			return path, nil
+		}
+	}
+	return "", errors.New(path + " is not built from " + module + " " + version)
+}
+
+// helm template with Helm 4 gives the same objects as the generator for every
+// golden case and example.
+func TestHelm4TemplateGivesTheSameObjects(t *testing.T) {
+	helm := helm4(t)
+	for _, file := range parityFiles(t) {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, generatorObjects(t, file), golden.Objects(t, helm.template(t, chartDir, file)))
+		})
+	}
+}
+
+// Helm 4 refuses every invalid case that Helm 3 refuses, for the same reason:
+// the values file does not parse, the schema refuses it (the schema errors
+// themselves are not compared: a failed allOf names one of its failed
+// branches, not always the same one), or the chart's own checks fail with the
+// same message. The cases Helm cannot see (unseenByHelm) render.
+func TestHelm4RefusesTheInvalidCases(t *testing.T) {
+	helm := helm4(t)
+	for _, file := range invalidFiles(t) {
+		name := filepath.Base(filepath.Dir(file))
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, err := helm.run("template", chartDir, "-f", file)
+			if reason, ok := unseenByHelm[name]; ok {
+				require.NoError(t, err, "expected Helm 4 not to see it (%s): %s", reason, errOut)
+				require.NotEmpty(t, golden.Objects(t, []byte(out)))
+				return
+			}
+			require.Error(t, err, "Helm 4 renders it:\n%s", out)
+			_, err3 := helmRender(t, file)
+			require.Error(t, err3, "Helm 3 renders it")
+			require.Equal(t, refusal(err3.Error()), refusal(errOut), "Helm 3: %v\nHelm 4: %s", err3, errOut)
+		})
+	}
+}
+
+var (
+	// failed to parse FILE: [cannot unmarshal yaml document: ]MESSAGE, the
+	// middle part from Helm 4 only.
+	parseError = regexp.MustCompile(`failed to parse \S+: (?:cannot unmarshal yaml document: )?(.*)`)
+	// execution error at (torchwrap/templates/FILE:LINE:COLUMN): MESSAGE
+	chartError = regexp.MustCompile(`(?s)execution error at \([^)]*\): (.*)`)
+)
+
+// refusal is why helm refused a values file, from its error message.
+func refusal(message string) string {
+	// The helm command adds a hint after the message.
+	message, _, _ = strings.Cut(message, "\n\nUse --debug flag")
+	switch {
+	case strings.Contains(message, "values don't meet the specifications of the schema(s)"):
+		return "the schema"
+	}
+	if m := parseError.FindStringSubmatch(message); m != nil {
+		return "no parse: " + m[1]
+	}
+	if m := chartError.FindStringSubmatch(message); m != nil {
+		return "the chart: " + strings.TrimSpace(m[1])
+	}
+	return "something else: " + message
+}
+
+// Helm 4 reads every document of a values file, merging them; Helm 3 reads the
+// first. The two-documents case renders, with a different job name.
+func TestHelm4MergesTheDocumentsOfAValuesFile(t *testing.T) {
+	file := "../../testdata/invalid/two-documents/settings.yaml"
+	name := func(objects []map[string]any) any {
+		require.Len(t, objects, 1)
+		return objects[0]["metadata"].(map[string]any)["name"]
+	}
+	require.Equal(t, "my-job", name(golden.Objects(t, helmTemplate(t, file))), "Helm 3")
+	require.Equal(t, "other", name(golden.Objects(t, helm4(t).template(t, chartDir, file))), "Helm 4")
+}
+
+// helm lint --strict with Helm 4 finds nothing of warning severity or worse,
+// as make lint checks with Helm 3.
+func TestHelm4LintStrict(t *testing.T) {
+	out, errOut, err := helm4(t).run("lint", "--strict", chartDir, "-f", "../../examples/helloworld.settings.yaml")
+	require.NoError(t, err, "%s%s", out, errOut)
+	require.NotRegexp(t, `\[(WARNING|ERROR)\]`, out+errOut)
+	require.Contains(t, out, "1 chart(s) linted, 0 chart(s) failed")
+}
+
+// helm package, with Helm 3 and with Helm 4, gives a chart archive that holds
+// the chart's files unchanged and no Go file, and that renders every golden
+// case and example to the same objects as the generator.
+func TestHelmPackageRendersTheSameObjects(t *testing.T) {
+	for _, helm := range []func(*testing.T) helmCLI{helm3, helm4} {
+		helm := helm(t)
+		t.Run(helm.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			out, errOut, err := helm.run("package", chartDir, "-d", dir)
+			require.NoError(t, err, "%s%s", out, errOut)
+			archives, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
+			require.NoError(t, err)
+			require.Len(t, archives, 1, out)
+			checkPackage(t, archives[0])
+			for _, file := range parityFiles(t) {
+				t.Run(file, func(t *testing.T) {
+					t.Parallel()
+					require.Equal(t, generatorObjects(t, file), golden.Objects(t, helm.template(t, archives[0], file)))
+				})
+			}
+		})
+	}
+}
+
+// checkPackage checks a chart archive: every file in the folder torchwrap/,
+// none a Go file, each the same as in the chart folder (Chart.yaml, which
+// helm package writes anew, as YAML), and among them every file the generator
+// embeds, and values.schema.json.
+func checkPackage(t *testing.T, archive string) {
+	t.Helper()
+	files := untar(t, archive)
+	for name, data := range files {
+		require.NotEqual(t, ".go", filepath.Ext(name), "%s holds a Go file", archive)
+		rel, ok := strings.CutPrefix(name, "torchwrap/")
+		require.True(t, ok, "%s holds %s, outside torchwrap/", archive, name)
+		want, err := os.ReadFile(filepath.Join(chartDir, rel))
+		require.NoError(t, err, "%s holds %s, not in the chart folder", archive, name)
+		if rel == "Chart.yaml" {
+			var got, wantYAML map[string]any
+			require.NoError(t, yaml.Unmarshal(data, &got))
+			require.NoError(t, yaml.Unmarshal(want, &wantYAML))
+			require.Equal(t, wantYAML, got, name)
+			continue
+		}
+		require.Equal(t, string(want), string(data), name)
+	}
+	embedded := []string{"values.schema.json"}
+	require.NoError(t, fs.WalkDir(chartfiles.Files, ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			embedded = append(embedded, path)
+		}
+		return err
+	}))
+	for _, name := range embedded {
+		require.Contains(t, files, "torchwrap/"+name, archive)
+	}
+}
+
+// untar reads a .tgz into its files' contents, by name.
+func untar(t *testing.T, archive string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(archive)
+	require.NoError(t, err)
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	files := map[string][]byte{}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		require.NoError(t, err)
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		data, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		files[hdr.Name] = data
+	}
+}
