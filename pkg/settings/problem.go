@@ -4,18 +4,26 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Path is a key path into the settings: map keys, and list indices written as
 // decimal numbers.
 type Path []string
 
-// String writes the path the way users write it: environmentVariables[2].name.
+// String writes the path the way users write it: environmentVariables[2].name,
+// and a map key that holds more than letters, digits, '_', '-' and '/' (a label
+// key such as nvidia.com/gpu.product) in quotes:
+// nodeSelector["nvidia.com/gpu.product"].
 func (p Path) String() string {
 	var b strings.Builder
 	for i, seg := range p {
 		if _, err := strconv.Atoi(seg); err == nil && i > 0 {
 			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if !plainKey(seg) {
+			b.WriteString("[" + strconv.Quote(seg) + "]")
 			continue
 		}
 		if i > 0 {
@@ -26,18 +34,45 @@ func (p Path) String() string {
 	return b.String()
 }
 
+// plainKey tells whether a key can be written without quotes in a path.
+func plainKey(key string) bool {
+	if key == "" {
+		return false
+	}
+	for _, r := range key {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_-/", r) {
+			return false
+		}
+	}
+	return true
+}
+
 // ParsePath reads a path written as Path.String writes it.
 func ParsePath(s string) Path {
 	var p Path
-	for _, part := range strings.Split(s, ".") {
-		name, rest, _ := strings.Cut(part, "[")
-		if name != "" {
-			p = append(p, name)
-		}
-		for rest != "" {
-			index, after, _ := strings.Cut(rest, "]")
-			p = append(p, index)
-			rest = strings.TrimPrefix(after, "[")
+	for s != "" {
+		switch {
+		case strings.HasPrefix(s, "["):
+			s = s[1:]
+			if quoted, err := strconv.QuotedPrefix(s); err == nil {
+				key, _ := strconv.Unquote(quoted)
+				p = append(p, key)
+				s = s[len(quoted):]
+			} else {
+				index, _, _ := strings.Cut(s, "]")
+				p = append(p, index)
+				s = s[len(index):]
+			}
+			s = strings.TrimPrefix(s, "]")
+		case strings.HasPrefix(s, "."):
+			s = s[1:]
+		default:
+			end := strings.IndexAny(s, ".[")
+			if end < 0 {
+				end = len(s)
+			}
+			p = append(p, s[:end])
+			s = s[end:]
 		}
 	}
 	return p

@@ -29,12 +29,14 @@ type Schema struct {
 	Properties  Properties        `json:"properties"`
 	Items       *Schema           `json:"items"`
 	// AdditionalProperties is the schema of the values of a map, or nil.
-	AdditionalProperties *Schema            `json:"-"`
-	AnyOf                []*Schema          `json:"anyOf"`
-	OneOf                []*Schema          `json:"oneOf"`
-	AllOf                []*Schema          `json:"allOf"`
-	Then                 *Schema            `json:"then"`
-	Definitions          map[string]*Schema `json:"definitions"`
+	AdditionalProperties *Schema `json:"-"`
+	// PropertyNames is the schema of the keys of a map, or nil.
+	PropertyNames *Schema            `json:"propertyNames"`
+	AnyOf         []*Schema          `json:"anyOf"`
+	OneOf         []*Schema          `json:"oneOf"`
+	AllOf         []*Schema          `json:"allOf"`
+	Then          *Schema            `json:"then"`
+	Definitions   map[string]*Schema `json:"definitions"`
 
 	// root is the document, to resolve $ref against.
 	root *Schema
@@ -144,6 +146,7 @@ func (s *Schema) link(root *Schema) {
 	}
 	s.Items.link(root)
 	s.AdditionalProperties.link(root)
+	s.PropertyNames.link(root)
 	s.Then.link(root)
 	for _, list := range [][]*Schema{s.AnyOf, s.OneOf, s.AllOf} {
 		for _, c := range list {

@@ -239,8 +239,19 @@ func (x *explainer) explain(errs []schemaError) []Issue {
 			}
 		}
 	}
+	// A map key that its propertyNames refuse is reported at the key; the
+	// errors that say why come at the map's own path, and are left out.
+	badKeys := map[string]bool{}
+	for _, e := range errs {
+		if e.Type() == "invalid_property_name" {
+			badKeys[e.path.String()] = true
+		}
+	}
 	slices.SortStableFunc(errs, func(a, b schemaError) int { return rank(a.Type()) - rank(b.Type()) })
 	for _, e := range errs {
+		if badKeys[e.path.String()] && e.Type() != "invalid_property_name" {
+			continue
+		}
 		switch e.Type() {
 		case "number_one_of", "number_any_of", "number_all_of":
 			if !hasOther(errs, e) && !oneOf[e.path.String()] {
@@ -252,6 +263,8 @@ func (x *explainer) explain(errs []schemaError) []Issue {
 			}
 		case "additional_property_not_allowed":
 			add(x.unknownKeyIssue(e))
+		case "invalid_property_name":
+			add(x.keyNameIssue(e))
 		default:
 			add(x.valueIssue(e))
 		}
@@ -316,6 +329,20 @@ func (x *explainer) unknownKeyIssue(e schemaError) Issue {
 		msg += "; check its spelling, or remove it (generator schema lists every key)"
 	}
 	return Issue{Path: path, Message: msg, AtKey: true}
+}
+
+// keyNameIssue explains a map key that is not a valid name for what the map
+// holds, such as a label key.
+func (x *explainer) keyNameIssue(e schemaError) Issue {
+	name, _ := e.Details()["property"].(string)
+	path := append(e.path[:len(e.path):len(e.path)], name)
+	msg := "is not a valid key here"
+	if parent := x.model.At(e.path); parent != nil && parent.Resolved() != nil {
+		if text := parent.Resolved().PropertyNames.ErrorText(); text != "" {
+			msg = text
+		}
+	}
+	return Issue{Path: path, Message: show(name) + " " + msg, AtKey: true}
 }
 
 // elsewhere finds a nested setting of that name and returns its parent's path.
