@@ -2,10 +2,10 @@
 Shared helpers. Every helper builds data (dicts and lists): small ones hand it
 back as JSON, which the caller reads with fromJson; torchwrap.podTemplate, which
 builds a big part, fills the dict its caller passes as .out, to spare a JSON
-round trip. The one YAML text is written by torchwrap.appwrapper with toYaml.
+round trip. The one YAML text is written by torchwrap.manifest with toYaml.
 No settings string is ever spliced into YAML text.
 
-Most helpers take the render context built in torchwrap.appwrapper:
+Most helpers take the render context built in torchwrap.manifest:
   .Values        the settings
   .customLabels  the customLabels as a map
   .storage       the volumes and their mounts, in pod order (torchwrap.storage)
@@ -37,7 +37,7 @@ them). Used to build the pod and to check for clashes.
 {{- end -}}
 {{- with .mountNVMe -}}
 {{- $claim := dict
-    "storageClassName" "odf-lvm-vg1"
+    "storageClassName" (.storageClassName | default "odf-lvm-vg1")
     "volumeMode" "Filesystem"
     "accessModes" (list "ReadWriteOnce")
     "resources" (dict "requests" (dict "storage" .storage)) -}}
@@ -53,7 +53,7 @@ them). Used to build the pod and to check for clashes.
     "nameKey" (printf "volumes[%d].name" $i)
     "pathKey" (printf "volumes[%d].mountPath" $i)
     "volume" (dict "name" $volume.name "persistentVolumeClaim" (dict "claimName" $volume.claimName))
-    "mount" (dict "name" $volume.name "mountPath" $volume.mountPath)) -}}
+    "mount" (merge (dict "name" $volume.name "mountPath" $volume.mountPath) (pick $volume "readOnly" "subPath"))) -}}
 {{- end -}}
 {{- with .sshGitCloneConfig -}}
 {{- $entries = append $entries (dict
@@ -68,9 +68,13 @@ them). Used to build the pod and to check for clashes.
     "mount" (dict "name" "github-known-hosts" "mountPath" (include "torchwrap.sshHostsPath" .))) -}}
 {{- end -}}
 {{- if not .disableSharedMemory -}}
+{{- $emptyDir := dict "medium" "Memory" -}}
+{{- with .sharedMemorySize -}}
+{{- $_ := set $emptyDir "sizeLimit" . -}}
+{{- end -}}
 {{- $entries = append $entries (dict
     "what" "the shared memory volume (dshm)"
-    "volume" (dict "name" "dshm" "emptyDir" (dict "medium" "Memory"))
+    "volume" (dict "name" "dshm" "emptyDir" $emptyDir)
     "mount" (dict "name" "dshm" "mountPath" "/dev/shm")) -}}
 {{- end -}}
 {{- toJson (dict "entries" $entries) -}}
@@ -142,6 +146,32 @@ reported at once, one per line, each as "key.path: what is wrong; how to fix it"
 {{- if eq (include "torchwrap.wordsOfMainProgram" $v) "true" -}}
 {{- with (include "torchwrap.words" $v.mainProgram | fromJson).error -}}
 {{- $problems = append $problems (printf "mainProgram: %s; it is split into words as a shell would (without running one), so close every quote and escape a final backslash" .) -}}
+{{- end -}}
+{{- end -}}
+{{- range $i, $t := $v.tolerations -}}
+{{- $operator := $t.operator | default "Equal" -}}
+{{- if and (not $t.key) (ne $operator "Exists") -}}
+{{- $problems = append $problems (printf "tolerations[%d].operator: a toleration without key tolerates every taint and needs operator Exists; set operator: Exists, or a key" $i) -}}
+{{- end -}}
+{{- if and (eq $operator "Exists") $t.value -}}
+{{- $problems = append $problems (printf "tolerations[%d].value: operator Exists matches any value; remove the value, or use operator: Equal" $i) -}}
+{{- end -}}
+{{- if and (hasKey $t "tolerationSeconds") (ne (toString $t.effect) "NoExecute") -}}
+{{- $problems = append $problems (printf "tolerations[%d].tolerationSeconds: applies to effect NoExecute only; set effect: NoExecute, or remove tolerationSeconds" $i) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $v.multiNicNetworkName (hasKey ($v.podAnnotations | default dict) "k8s.v1.cni.cncf.io/networks") -}}
+{{- $problems = append $problems "podAnnotations[\"k8s.v1.cni.cncf.io/networks\"]: is set by multiNicNetworkName; remove one of the two" -}}
+{{- end -}}
+{{- $ownLabels := include "torchwrap.ownPodLabels" . | fromJson -}}
+{{- range $key := keys ($v.podLabels | default dict) | sortAlpha -}}
+{{- if hasKey $ownLabels $key -}}
+{{- $problems = append $problems (printf "podLabels[%q]: is a label customLabels or autopilotHealthChecks set already; remove it from podLabels" $key) -}}
+{{- end -}}
+{{- end -}}
+{{- range $i, $code := $v.retryableExitCodes -}}
+{{- if has $code ($v.terminalExitCodes | default list) -}}
+{{- $problems = append $problems (printf "retryableExitCodes[%d]: %v is in terminalExitCodes too; keep it in one of the two" $i $code) -}}
 {{- end -}}
 {{- end -}}
 {{- with $problems -}}
@@ -241,6 +271,22 @@ number) as a plain number, for comparisons.
 {{- mulf (float64 $s) $scale -}}
 {{- end -}}
 
+{{- /*
+torchwrap.ownPodLabels: the labels the generator puts on every pod: the
+customLabels, and autopilot's with autopilotHealthChecks. Takes the render
+context.
+*/ -}}
+{{- define "torchwrap.ownPodLabels" -}}
+{{- $labels := deepCopy .customLabels -}}
+{{- with .Values.autopilotHealthChecks -}}
+{{- $_ := set $labels "autopilot" "" -}}
+{{- range . -}}
+{{- $_ := set $labels . "" -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $labels -}}
+{{- end -}}
+
 {{- /* torchwrap.affinity: keep pods off nodes that autopilot marks unhealthy and off hostIgnoreList. */ -}}
 {{- define "torchwrap.affinity" -}}
 {{- $expressions := list (dict "key" "autopilot.ibm.com/gpuhealth" "operator" "NotIn" "values" (list "ERR" "TESTING" "EVICT")) -}}
@@ -269,7 +315,8 @@ number) as a plain number, for comparisons.
 
 {{- /*
 torchwrap.env: the training container's env, in this order: SAKKARA_RANK,
-NCCL_TOPO_FILE, NVME_MOUNT_PATH, the user's environmentVariables, GIT_SSH_COMMAND.
+NCCL_TOPO_FILE, NVME_MOUNT_PATH, the distributedDebug preset (but the variables
+environmentVariables sets), the user's environmentVariables, GIT_SSH_COMMAND.
 */ -}}
 {{- define "torchwrap.env" -}}
 {{- $env := list -}}
@@ -281,6 +328,24 @@ NCCL_TOPO_FILE, NVME_MOUNT_PATH, the user's environmentVariables, GIT_SSH_COMMAN
 {{- end -}}
 {{- with .mountNVMe -}}
 {{- $env = append $env (dict "name" "NVME_MOUNT_PATH" "value" (.mountPath | default "/workspace/scratch-nvme")) -}}
+{{- end -}}
+{{- if .distributedDebug -}}
+{{- $own := dict -}}
+{{- range .environmentVariables -}}
+{{- $_ := set $own .name true -}}
+{{- end -}}
+{{- range $preset := list
+    (list "NCCL_DEBUG" "INFO")
+    (list "NCCL_DEBUG_SUBSYS" "INIT,NET")
+    (list "TORCH_DISTRIBUTED_DEBUG" "DETAIL")
+    (list "TORCH_CPP_LOG_LEVEL" "INFO")
+    (list "TORCH_SHOW_CPP_STACKTRACES" "1")
+    (list "LOGLEVEL" "INFO")
+    (list "PYTHONFAULTHANDLER" "1") -}}
+{{- if not (hasKey $own (first $preset)) -}}
+{{- $env = append $env (dict "name" (first $preset) "value" (last $preset)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- range .environmentVariables -}}
 {{- if hasKey . "value" -}}
@@ -392,20 +457,24 @@ training container's name, and its command and args when the kind sets them, as
 {{- with $v.priority -}}
 {{- $_ := set $spec "priorityClassName" . -}}
 {{- end -}}
-
-{{- $labels := deepCopy .ctx.customLabels -}}
-{{- with $v.autopilotHealthChecks -}}
-{{- $_ := set $labels "autopilot" "" -}}
-{{- range . -}}
-{{- $_ := set $labels . "" -}}
+{{- with $v.nodeSelector -}}
+{{- $_ := set $spec "nodeSelector" . -}}
 {{- end -}}
+{{- with $v.tolerations -}}
+{{- $_ := set $spec "tolerations" . -}}
+{{- end -}}
+
+{{- $labels := merge (include "torchwrap.ownPodLabels" .ctx | fromJson) ($v.podLabels | default dict) -}}
+{{- $annotations := deepCopy ($v.podAnnotations | default dict) -}}
+{{- with $v.multiNicNetworkName -}}
+{{- $_ := set $annotations "k8s.v1.cni.cncf.io/networks" . -}}
 {{- end -}}
 {{- $metadata := dict -}}
 {{- with $labels -}}
 {{- $_ := set $metadata "labels" . -}}
 {{- end -}}
-{{- with $v.multiNicNetworkName -}}
-{{- $_ := set $metadata "annotations" (dict "k8s.v1.cni.cncf.io/networks" .) -}}
+{{- with $annotations -}}
+{{- $_ := set $metadata "annotations" . -}}
 {{- end -}}
 {{- $_ := set .out "spec" $spec -}}
 {{- with $metadata -}}

@@ -4,6 +4,8 @@ The Kubeflow PyTorchJob (kubeflow.org/v1) as an AppWrapper component.
 Master has one replica, Worker numPods-1 and no entry at all for a one-pod job
 (the PyTorchJob webhook refuses Worker replicas of 0). The AppWrapper controller
 infers the podSets of a PyTorchJob by itself, so the component declares none.
+spec.nprocPerNode is never set: the operator would multiply WORLD_SIZE by it,
+and the script reads WORLD_SIZE as the number of pods.
 */ -}}
 {{- define "torchwrap.component.PyTorchJob" -}}
 {{- $v := .Values -}}
@@ -18,22 +20,62 @@ infers the podSets of a PyTorchJob by itself, so the component declares none.
 {{- with .customLabels -}}
 {{- $_ := set $metadata "labels" . -}}
 {{- end -}}
-{{- $job := dict "apiVersion" "kubeflow.org/v1" "kind" "PyTorchJob" "metadata" $metadata "spec" (dict "pytorchReplicaSpecs" $replicaSpecs) -}}
+{{- $spec := dict "pytorchReplicaSpecs" $replicaSpecs -}}
+{{- with $v.elastic -}}
+{{- $policy := dict "minReplicas" .minPods "maxReplicas" .maxPods "rdzvBackend" "c10d" -}}
+{{- with $v.torchrun -}}
+{{- if hasKey . "maxRestarts" -}}
+{{- $_ := set $policy "maxRestarts" .maxRestarts -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $spec "elasticPolicy" $policy -}}
+{{- end -}}
+{{- $job := dict "apiVersion" "kubeflow.org/v1" "kind" "PyTorchJob" "metadata" $metadata "spec" $spec -}}
 {{- $_ := set .component "template" $job -}}
 {{- end -}}
 
 {{- /*
 torchwrap.pytorchjob.script: the training container's shell script. The training
-operator sets WORLD_SIZE (the number of pods while spec.nprocPerNode is unset),
-RANK, MASTER_ADDR and MASTER_PORT in every pod; torchrun starts one process per
-GPU with a static rendezvous at the master.
+operator sets WORLD_SIZE (the number of pods, as spec.nprocPerNode stays unset),
+RANK, MASTER_ADDR and MASTER_PORT in every pod. torchrun starts one process per
+GPU (or torchrun.nprocPerNode) and meets the other pods:
+- static rendezvous (the default): each pod's rank is RANK;
+- c10d rendezvous (torchrun.rdzvBackend): at the master, which assigns ranks;
+- elastic: c10d at the endpoint the operator sets from elasticPolicy
+  (PET_RDZV_ENDPOINT), between PET_NNODES=min:max pods; torchrun reads the
+  restart count from PET_MAX_RESTARTS.
 */ -}}
 {{- define "torchwrap.pytorchjob.script" -}}
 echo "Pod ${RANK} of ${WORLD_SIZE}; master at ${MASTER_ADDR}:${MASTER_PORT}"
 {{- include "torchwrap.setupScript" . }}
 {{- if .mainProgram }}
-{{- $nproc := ternary (printf " --nproc_per_node=%d" (int .numGpusPerPod)) "" (gt (int .numGpusPerPod) 0) }}
+{{- $torchrun := .torchrun | default dict }}
+{{- $static := and (not .elastic) (ne (toString $torchrun.rdzvBackend) "c10d") }}
+{{- $options := list }}
+{{- $endpoint := `"${MASTER_ADDR}:${MASTER_PORT}"` }}
+{{- if .elastic }}
+{{- $options = list "--nnodes=${PET_NNODES}" "--rdzv_backend=c10d" }}
+{{- $endpoint = `"${PET_RDZV_ENDPOINT}"` }}
+{{- else if $static }}
+{{- $options = list "--nnodes=${WORLD_SIZE}" "--node_rank=${RANK}" }}
+{{- else }}
+{{- $options = list "--nnodes=${WORLD_SIZE}" "--rdzv_backend=c10d" }}
+{{- end }}
+{{- if or $torchrun.nprocPerNode (gt (int .numGpusPerPod) 0) }}
+{{- $options = append $options (printf "--nproc_per_node=%s" (include "torchwrap.processesPerPod" .)) }}
+{{- end }}
+{{- $options = append $options (printf "--rdzv_id=%s" (ternary "101" .jobName $static)) }}
+{{- if and (hasKey $torchrun "maxRestarts") (not .elastic) }}
+{{- $options = append $options (printf "--max_restarts=%d" (int $torchrun.maxRestarts)) }}
+{{- end }}
+{{- range $torchrun.extraOptions }}
+{{- $options = append $options (include "torchwrap.shellQuote" .) }}
+{{- end }}
+{{- if .elastic }}
+echo "Starting elastic torchrun on ${PET_NNODES} (min:max) pods"
+{{- else }}
 echo "Starting torchrun on ${WORLD_SIZE} pods"
-torchrun --nnodes=${WORLD_SIZE} --node_rank=${RANK}{{ $nproc }} --rdzv_id=101 --rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}" {{ .mainProgram }}
+{{- end }}
+torchrun {{ join " " $options }} --rdzv_endpoint={{ $endpoint }} {{ .mainProgram }}
 {{- end }}
 {{ end -}}

@@ -25,7 +25,10 @@ elastic, runMode, runPolicy and scheduler.
 {{- toJson $spec -}}
 {{- end -}}
 
-{{- /* torchwrap.processesPerPod: one process per GPU, one without GPUs. */ -}}
+{{- /*
+torchwrap.processesPerPod: the processes torchrun starts in each pod:
+torchrun.nprocPerNode, or one per GPU, one without GPUs.
+*/ -}}
 {{- define "torchwrap.processesPerPod" -}}
-{{- max 1 (int .numGpusPerPod) -}}
+{{- int ((.torchrun | default dict).nprocPerNode | default (max 1 (int .numGpusPerPod))) -}}
 {{- end -}}

@@ -120,7 +120,7 @@ func TestGoInstallFromModuleProxy(t *testing.T) {
 	sort.Strings(want)
 	require.Equal(t, want, slices.Sorted(maps.Keys(files)), "the files of the module zip")
 	t.Logf("module zip %s@%s: %d files; left out as nested modules: %s", mod.Path, mod.Version, len(files), strings.Join(nested, " "))
-	for _, name := range []string{"go.mod", "go.sum", "cmd/generator/main.go", "chart/Chart.yaml", "chart/values.yaml", "chart/templates/appwrapper.yaml"} {
+	for _, name := range []string{"go.mod", "go.sum", "cmd/generator/main.go", "chart/Chart.yaml", "chart/values.yaml", "chart/templates/manifest.yaml"} {
 		require.Contains(t, files, name, "the module zip")
 	}
 	require.Equal(t, string(headGoMod), string(files["go.mod"]))

@@ -141,7 +141,7 @@ type Outcome struct {
 const batchMarker = "# torchwrap/generator batch item "
 
 // batchChart is the embedded chart with its helpers only, and one template
-// that renders torchwrap.appwrapper for every item of .Values.items.
+// that renders torchwrap.manifest for every item of .Values.items.
 var batchChart = sync.OnceValues(func() (*chart.Chart, error) {
 	c, err := Chart()
 	if err != nil {
@@ -156,7 +156,7 @@ var batchChart = sync.OnceValues(func() (*chart.Chart, error) {
 	}
 	batch.Templates = append(batch.Templates, &chart.File{Name: "templates/batch.yaml", Data: []byte(
 		`{{- range $i, $values := .Values.items }}` + "\n" + batchMarker + `{{ $i }}` + "\n" +
-			`{{ include "torchwrap.appwrapper" (dict "Values" $values "Chart" $.Chart) }}` + "\n" +
+			`{{ include "torchwrap.manifest" (dict "Values" $values "Chart" $.Chart) }}` + "\n" +
 			`{{- end }}`)})
 	return &batch, nil
 })
