@@ -79,9 +79,18 @@ func TestExamples(t *testing.T) {
 			require.Equal(t, cli.ExitOK, code, errOut)
 			docs := strings.Split(strings.TrimPrefix(out, "---\n"), "\n---\n")
 			require.Len(t, docs, 1)
-			var aw map[string]any
-			require.NoError(t, sigsyaml.UnmarshalStrict([]byte(docs[0]), &aw))
-			require.Equal(t, "AppWrapper", aw["kind"])
+			var object, values map[string]any
+			require.NoError(t, sigsyaml.UnmarshalStrict([]byte(docs[0]), &object))
+			require.NoError(t, sigsyaml.Unmarshal([]byte(readFile(t, file)), &values))
+			// An AppWrapper, or with wrapper: none the job alone.
+			kind := "AppWrapper"
+			if values["wrapper"] == "none" {
+				kind = "PyTorchJob"
+				if k, ok := values["jobKind"].(string); ok {
+					kind = k
+				}
+			}
+			require.Equal(t, kind, object["kind"])
 
 			out, errOut, code = generator(t, nil, "validate", "-f", file)
 			require.Equal(t, cli.ExitOK, code, errOut)

@@ -23,9 +23,11 @@ import (
 
 // TestExamplesOnARealAPIServer renders every example with the generator
 // binary and hands it to a real kube-apiserver with the AppWrapper and
-// PyTorchJob CRDs, and the CRDs built from our T9k schema, installed: strict server-side dry-run, a real create, a get
-// that returns what was sent, and a delete; the wrapped job is also applied
-// on its own, since the AppWrapper CRD does not look inside its template.
+// PyTorchJob CRDs, and the CRDs built from our T9k schema, installed: strict
+// server-side dry-run, a real create, a get that returns what was sent, and a
+// delete; the wrapped job of an AppWrapper is also applied on its own, since
+// the AppWrapper CRD does not look inside its template. An example with
+// wrapper: none renders the job alone, which goes through the same steps.
 func TestExamplesOnARealAPIServer(t *testing.T) {
 	cluster := startCluster(t)
 	generator := buildGenerator(t)
@@ -52,12 +54,13 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 			objects := golden.Objects(t, manifest)
 			require.Len(t, objects, 1)
 			sent := jsonObject(t, objects[0])
-			name, namespace := nameAndNamespace(sent)
+			namespace := namespaceOf(sent)
 			ensureNamespace(t, cluster, namespace)
 
 			kubectl(t, cluster, manifest, "apply", "--dry-run=server", "--validate=strict", "-f", "-")
 			kubectl(t, cluster, manifest, "create", "--validate=strict", "-f", "-")
-			got := jsonObject(t, []byte(kubectl(t, cluster, nil, "get", "appwrapper", name, "-n", namespace, "-o", "json")))
+			// get -f: the object the manifest names, an AppWrapper or a bare job.
+			got := jsonObject(t, []byte(kubectl(t, cluster, manifest, "get", "-f", "-", "-o", "json")))
 			require.Equal(t, sent["spec"], got["spec"], "the API server keeps the spec as sent")
 			for _, field := range []string{"labels", "annotations"} {
 				sentMeta, gotMeta := sent["metadata"].(map[string]any), got["metadata"].(map[string]any)
@@ -72,7 +75,7 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 			}
 
 			kubectl(t, cluster, manifest, "delete", "--wait=true", "-f", "-")
-			_, err := cluster.Kubectl(nil, "get", "appwrapper", name, "-n", namespace)
+			_, err := cluster.Kubectl(manifest, "get", "-f", "-")
 			require.ErrorContains(t, err, "NotFound")
 		})
 	}
@@ -87,7 +90,7 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 			manifest, err := os.ReadFile(file)
 			require.NoError(t, err)
 			aw := golden.Objects(t, manifest)[0]
-			_, namespace := nameAndNamespace(aw)
+			namespace := namespaceOf(aw)
 			ensureNamespace(t, cluster, namespace)
 			kubectl(t, cluster, manifest, "apply", "--dry-run=server", "--validate=strict", "-f", "-")
 			for _, job := range fidelity.Wrapped(aw) {
@@ -176,13 +179,13 @@ func ensureNamespace(t *testing.T, c *e2e.Cluster, namespace string) {
 	}
 }
 
-func nameAndNamespace(obj map[string]any) (string, string) {
+// namespaceOf is the namespace an object goes to: its own, or default.
+func namespaceOf(obj map[string]any) string {
 	meta := obj["metadata"].(map[string]any)
-	namespace, _ := meta["namespace"].(string)
-	if namespace == "" {
-		namespace = "default"
+	if namespace, _ := meta["namespace"].(string); namespace != "" {
+		return namespace
 	}
-	return meta["name"].(string), namespace
+	return "default"
 }
 
 // jsonObject reads an object (YAML or JSON text, or a decoded object) into
