@@ -59,8 +59,11 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 
 			kubectl(t, cluster, manifest, "apply", "--dry-run=server", "--validate=strict", "-f", "-")
 			kubectl(t, cluster, manifest, "create", "--validate=strict", "-f", "-")
-			// get -f: the object the manifest names, an AppWrapper or a bare job.
-			got := jsonObject(t, []byte(kubectl(t, cluster, manifest, "get", "-f", "-", "-o", "json")))
+			// get -f: the object the manifest names, an AppWrapper or a bare job,
+			// in a List of one.
+			list := jsonObject(t, []byte(kubectl(t, cluster, manifest, "get", "-f", "-", "-o", "json")))
+			require.Len(t, list["items"], 1)
+			got := list["items"].([]any)[0].(map[string]any)
 			require.Equal(t, sent["spec"], got["spec"], "the API server keeps the spec as sent")
 			for _, field := range []string{"labels", "annotations"} {
 				sentMeta, gotMeta := sent["metadata"].(map[string]any), got["metadata"].(map[string]any)
