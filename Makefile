@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/generator
 EXAMPLE ?= examples/helloworld.settings.yaml
 
-.PHONY: build run test e2e fuzz bench golden generate docs lint fmt dist
+.PHONY: build run test e2e e2e-cluster fuzz bench golden generate docs lint fmt dist
 
 ## build: the generator binary, in bin/
 build:
@@ -22,7 +22,15 @@ test:
 ## e2e: every example against a real kube-apiserver on 127.0.0.1, built from Go
 ## modules (the first run builds etcd, kube-apiserver and kubectl: minutes)
 e2e:
-	$(GO) test -tags e2e -count=1 -timeout 60m -v ./pkg/e2e/
+	$(GO) test -tags e2e -count=1 -timeout 60m -v -run '^TestExamplesOnARealAPIServer$$' ./pkg/e2e/
+
+## e2e-cluster: rendered jobs queued, admitted and run to their end in a
+## simulated GPU cluster on 127.0.0.1: kube-apiserver, etcd, controller manager
+## and scheduler, kwok's fake GPU nodes, Kueue, AppWrapper and the training
+## operator, all built from Go modules pinned in testdata/e2e (the first run
+## builds them: about 20 minutes on two cores; later runs reuse them)
+e2e-cluster:
+	$(GO) test -tags e2e -count=1 -timeout 80m -v -run '^TestSimulatedCluster$$' ./pkg/e2e/
 
 ## fuzz: each fuzz target for FUZZTIME (go test -fuzz); what a target finds
 ## goes to its package's testdata/fuzz and becomes a test case

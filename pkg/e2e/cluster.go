@@ -42,16 +42,8 @@ type Binaries struct {
 // Build builds etcd, kube-apiserver and kubectl from the module in
 // kubeModule, or reuses them from the cache. logf reports progress.
 func Build(kubeModule string, logf func(string, ...any)) (Binaries, error) {
-	major, minor, _ := strings.Cut(KubeVersion, ".")
-	minor, _, _ = strings.Cut(minor, ".")
-	// Real version strings: kubectl refuses to talk to a server whose version
-	// it cannot parse. -s -w strips about 40% off the binaries.
-	ldflags := "-s -w"
-	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		ldflags += fmt.Sprintf(" -X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean",
-			pkg, KubeVersion, pkg, major, pkg, minor, pkg)
-	}
-	dir, err := pinned.Build(kubeModule, filepath.Join("e2e", "kube-"+KubeVersion), []pinned.Program{
+	ldflags := kubeLDFlags()
+	dir, err := pinned.Build(kubeModule, kubeCache, []pinned.Program{
 		{Name: "kube-apiserver", Package: "k8s.io/kubernetes/cmd/kube-apiserver", LDFlags: ldflags},
 		{Name: "kubectl", Package: "k8s.io/kubernetes/cmd/kubectl", LDFlags: ldflags},
 		{Name: "etcd", Package: "go.etcd.io/etcd/server/v3", LDFlags: "-s -w"},
@@ -64,6 +56,23 @@ func Build(kubeModule string, logf func(string, ...any)) (Binaries, error) {
 		APIServer: filepath.Join(dir, "kube-apiserver"),
 		Kubectl:   filepath.Join(dir, "kubectl"),
 	}, nil
+}
+
+// kubeCache is the cache folder name of the Kubernetes programs.
+var kubeCache = filepath.Join("e2e", "kube-"+KubeVersion)
+
+// kubeLDFlags are the link flags of the Kubernetes programs: real version
+// strings (kubectl refuses to talk to a server whose version it cannot parse),
+// and -s -w, which strips about 40% off the binaries.
+func kubeLDFlags() string {
+	major, minor, _ := strings.Cut(KubeVersion, ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	ldflags := "-s -w"
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		ldflags += fmt.Sprintf(" -X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean",
+			pkg, KubeVersion, pkg, major, pkg, minor, pkg)
+	}
+	return ldflags
 }
 
 // Cluster is a running etcd and kube-apiserver.
@@ -117,7 +126,7 @@ func Start(bins Binaries, dir string) (c *Cluster, err error) {
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
 	// --unsafe-no-fsync: the data is thrown away.
-	if err := c.start("etcd", bins.Etcd, "--name=e2e", "--data-dir="+filepath.Join(dir, "etcd-data"),
+	if err := c.start("etcd", nil, bins.Etcd, "--name=e2e", "--data-dir="+filepath.Join(dir, "etcd-data"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=e2e="+peerURL, "--unsafe-no-fsync", "--log-level=warn"); err != nil {
@@ -126,7 +135,7 @@ func Start(bins Binaries, dir string) (c *Cluster, err error) {
 	// AlwaysAllow: no RBAC to set up. No ServiceAccount admission: no
 	// controller creates service accounts here. No endpoint reconciler:
 	// 127.0.0.1 is not a valid Endpoints address.
-	if err := c.start("kube-apiserver", bins.APIServer,
+	if err := c.start("kube-apiserver", nil, bins.APIServer,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", apiPort),
 		"--cert-dir="+filepath.Join(dir, "certs"),
@@ -141,7 +150,7 @@ func Start(bins Binaries, dir string) (c *Cluster, err error) {
 		return nil, err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	if err := c.waitReady(server, 2*time.Minute); err != nil {
+	if err := c.waitURL("kube-apiserver", server+"/readyz", 2*time.Minute); err != nil {
 		return nil, err
 	}
 	kubeconfig := fmt.Sprintf(`apiVersion: v1
@@ -163,14 +172,16 @@ current-context: e2e
 	return c, os.WriteFile(c.Kubeconfig, []byte(kubeconfig), 0o600)
 }
 
-// start starts a program in its own process group; its output goes to
-// dir/<name>.log. The process is killed if the test process dies.
-func (c *Cluster) start(name, path string, args ...string) error {
+// start starts a program in its own process group, with env added to the
+// environment; its output goes to dir/<name>.log. The process is killed if
+// the test process dies.
+func (c *Cluster) start(name string, env []string, path string, args ...string) error {
 	log, err := os.Create(filepath.Join(c.dir, name+".log"))
 	if err != nil {
 		return err
 	}
 	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -187,7 +198,9 @@ func (c *Cluster) start(name, path string, args ...string) error {
 	return nil
 }
 
-func (c *Cluster) waitReady(server string, timeout time.Duration) error {
+// waitURL polls url, with the admin token, until it answers 200 OK; it fails
+// early when a started process has exited.
+func (c *Cluster) waitURL(what, url string, timeout time.Duration) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		// Only to poll readiness; kubectl verifies the certificate.
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
@@ -199,7 +212,7 @@ func (c *Cluster) waitReady(server string, timeout time.Duration) error {
 				return fmt.Errorf("%s exited: %s\n%s", p.name, p.cmd.ProcessState, c.logTail())
 			}
 		}
-		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, server+"/readyz", nil)
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		if resp, err := client.Do(req); err == nil {
 			io.Copy(io.Discard, resp.Body)
@@ -210,7 +223,7 @@ func (c *Cluster) waitReady(server string, timeout time.Duration) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("kube-apiserver not ready after %s\n%s", timeout, c.logTail())
+	return fmt.Errorf("%s not ready after %s\n%s", what, timeout, c.logTail())
 }
 
 func (c *Cluster) logTail() string {

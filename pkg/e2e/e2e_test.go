@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -32,21 +31,9 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 	cluster := startCluster(t)
 	generator := buildGenerator(t)
 
-	crds, err := fidelity.T9kCRDs()
-	require.NoError(t, err)
-	for _, upstream := range []fidelity.UpstreamCRD{fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD} {
-		data, err := upstream.Read()
-		require.NoError(t, err)
-		crds = append(crds, data)
-	}
-	for _, data := range crds {
-		var meta struct{ Metadata struct{ Name string } }
-		require.NoError(t, sigsyaml.Unmarshal(data, &meta))
-		// create, not apply: the PyTorchJob CRD is too large for the
-		// last-applied-configuration annotation of a client-side apply.
-		kubectl(t, cluster, data, "create", "-f", "-")
-		waitEstablished(t, cluster, meta.Metadata.Name)
-	}
+	// create, not apply: the PyTorchJob CRD is too large for the
+	// last-applied-configuration annotation of a client-side apply.
+	require.NoError(t, cluster.CreateAll(jobCRDs(t)))
 
 	for _, example := range golden.Examples(t) {
 		t.Run(filepath.Base(example), func(t *testing.T) {
@@ -165,14 +152,18 @@ func kubectl(t *testing.T, c *e2e.Cluster, stdin []byte, args ...string) string 
 	return out
 }
 
-// waitEstablished polls the CRD's Established condition: kubectl wait fails,
-// instead of waiting, while a new CRD has no conditions yet.
-func waitEstablished(t *testing.T, c *e2e.Cluster, crd string) {
+// jobCRDs are the CRDs of the objects the generator renders: AppWrapper and
+// PyTorchJob from their upstream modules, and the T9k kinds from our schema.
+func jobCRDs(t *testing.T) [][]byte {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		out, err := c.Kubectl(nil, "get", "crd", crd, "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`)
-		return err == nil && out == "True"
-	}, time.Minute, 200*time.Millisecond, "CRD %s not Established", crd)
+	crds, err := fidelity.T9kCRDs()
+	require.NoError(t, err)
+	for _, upstream := range []fidelity.UpstreamCRD{fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD} {
+		data, err := upstream.Read()
+		require.NoError(t, err)
+		crds = append(crds, data)
+	}
+	return crds
 }
 
 func ensureNamespace(t *testing.T, c *e2e.Cluster, namespace string) {

@@ -1,0 +1,424 @@
+package e2e
+
+// The simulated GPU cluster of make e2e-cluster: around the API server of a
+// Cluster, the controllers that take a job from submission to its end, all
+// upstream programs built from Go modules pinned in testdata/e2e:
+//
+//   - kube-controller-manager (garbage collection, namespaces) and
+//     kube-scheduler, from the same Kubernetes release as the API server;
+//   - kwok, which runs the fake GPU nodes and moves their pods through
+//     Running to Succeeded or Failed, as the stages in sim/kwok-stages.yaml say;
+//   - Kueue, with its AppWrapper and PyTorchJob integrations and its
+//     webhooks, served on loopback with a certificate for 127.0.0.1;
+//   - the AppWrapper controller;
+//   - the Kubeflow training operator (PyTorchJob).
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/torchwrap/generator/pkg/pinned"
+)
+
+// SimBinaries are the programs of the simulated cluster, next to those of
+// Binaries.
+type SimBinaries struct {
+	ControllerManager, Scheduler, Kwok, Kueue, AppWrapper, TrainingOperator string
+	// KueueModule is the folder of the Kueue module, which holds its CRDs and
+	// webhook configurations.
+	KueueModule string
+}
+
+// simProgram is one controller: its wrapper module in testdata/e2e, the
+// module it pins, and its main package.
+type simProgram struct {
+	dir, module, pkg string
+	bin              *string
+}
+
+// BuildSim builds the programs of the simulated cluster from the wrapper
+// modules in the folder testdata (testdata/e2e), or reuses them from the
+// cache. The two Kubernetes programs come from the same module as the API
+// server, into the same cache folder.
+func BuildSim(testdata string, logf func(string, ...any)) (SimBinaries, error) {
+	var b SimBinaries
+	kube, err := pinned.Build(filepath.Join(testdata, "kube"), kubeCache, []pinned.Program{
+		{Name: "kube-controller-manager", Package: "k8s.io/kubernetes/cmd/kube-controller-manager", LDFlags: kubeLDFlags()},
+		{Name: "kube-scheduler", Package: "k8s.io/kubernetes/cmd/kube-scheduler", LDFlags: kubeLDFlags()},
+	}, logf)
+	if err != nil {
+		return b, err
+	}
+	b.ControllerManager = filepath.Join(kube, "kube-controller-manager")
+	b.Scheduler = filepath.Join(kube, "kube-scheduler")
+	for _, p := range []simProgram{
+		{"kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", &b.Kwok},
+		{"kueue", "sigs.k8s.io/kueue", "sigs.k8s.io/kueue/cmd/kueue", &b.Kueue},
+		{"appwrapper", "github.com/project-codeflare/appwrapper", "github.com/project-codeflare/appwrapper/cmd", &b.AppWrapper},
+		{"training-operator", "github.com/kubeflow/training-operator", "github.com/kubeflow/training-operator/cmd/training-operator.v1", &b.TrainingOperator},
+	} {
+		module := filepath.Join(testdata, p.dir)
+		version, err := pinned.Version(module, p.module)
+		if err != nil {
+			return b, err
+		}
+		dir, err := pinned.Build(module, filepath.Join("e2e", p.dir+"-"+version), []pinned.Program{
+			{Name: p.dir, Package: p.pkg, LDFlags: "-s -w"},
+		}, logf)
+		if err != nil {
+			return b, err
+		}
+		*p.bin = filepath.Join(dir, p.dir)
+	}
+	b.KueueModule, err = moduleDir(filepath.Join(testdata, "kueue"), "sigs.k8s.io/kueue")
+	return b, err
+}
+
+// moduleDir is the folder of a module that the wrapper module requires, in
+// the module cache.
+func moduleDir(wrapper, module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = wrapper
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s in %s: %w", module, wrapper, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// SimNodes is the number of fake nodes, SimNodeGPUs the GPUs of each.
+const (
+	SimNodes    = 16
+	SimNodeGPUs = 8
+)
+
+// Queues: ClusterQueue "cluster-queue" has quota for every node; "small-cq"
+// has quota for SmallQueueGPUs GPUs, for the tests of queueing order.
+const SmallQueueGPUs = 16
+
+// StartSim starts the controllers of the simulated cluster against c, with
+// their configuration, certificates and logs in c's folder, installs the
+// CRDs and the cluster's fixed objects (nodes, priority classes, queues), and
+// waits until every controller is ready. CRDs of the jobs (AppWrapper,
+// PyTorchJob, T9k) are the caller's, in crds.
+func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
+	dir := filepath.Join(c.dir, "sim")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ports, err := freePorts(10)
+	if err != nil {
+		return err
+	}
+	schedPort, kcmPort, kwokPort, kueueHealth, kueueMetrics, kueueWebhook, awHealth, toHealth, toMetrics, toWebhook :=
+		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[9]
+
+	ca, err := writeServingCert(dir)
+	if err != nil {
+		return err
+	}
+	kueueCRDs, err := filepath.Glob(filepath.Join(b.KueueModule, "config", "components", "crd", "bases", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, file := range kueueCRDs {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		crds = append(crds, data)
+	}
+	if err := c.CreateAll(crds); err != nil {
+		return err
+	}
+	if err := c.CreateAll([][]byte{[]byte(simObjects())}); err != nil {
+		return err
+	}
+
+	kc := c.Kubeconfig
+	files := map[string]string{
+		"scheduler.yaml":   fmt.Sprintf(schedulerConfig, kc),
+		"kwok-stages.yaml": kwokStages,
+		"kueue.yaml":       fmt.Sprintf(kueueConfig, kueueHealth, kueueMetrics, kueueWebhook, filepath.Join(dir, "certs")),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			return err
+		}
+	}
+	// Kueue reads its metrics certificate from a fixed path under /etc, and
+	// the AppWrapper controller and the training operator their webhook
+	// server's from one under /tmp (even with the AppWrapper webhooks off):
+	// each runs in a mount namespace of its own, where a folder of ours takes
+	// that path's place (a copy of /etc; an empty /tmp/k8s-webhook-server is
+	// the mount point of the other two).
+	etc := filepath.Join(dir, "etc")
+	if out, err := exec.Command("cp", "-a", "/etc", etc).CombinedOutput(); err != nil {
+		return fmt.Errorf("copying /etc for Kueue: %v: %s", err, out)
+	}
+	if err := copyCert(dir, filepath.Join(etc, "kueue", "metrics", "certs")); err != nil {
+		return err
+	}
+	webhookCerts := map[string]string{}
+	for _, name := range []string{"appwrapper", "training-operator"} {
+		webhookCerts[name] = filepath.Join(dir, name+"-webhook")
+		if err := copyCert(dir, filepath.Join(webhookCerts[name], "serving-certs")); err != nil {
+			return err
+		}
+	}
+	// The AppWrapper controller reads its configuration from a ConfigMap.
+	awConfig := fmt.Sprintf(appWrapperConfig, awHealth)
+	if err := c.CreateAll([][]byte{[]byte(awConfig)}); err != nil {
+		return err
+	}
+
+	kubeFlags := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc, "--bind-address=127.0.0.1"}
+	env := []string{"KUBECONFIG=" + kc}
+	starts := []struct {
+		name string
+		env  []string
+		path string
+		args []string
+	}{
+		{"kube-controller-manager", nil, b.ControllerManager, append(kubeFlags,
+			"--leader-elect=false", fmt.Sprintf("--secure-port=%d", kcmPort), "--use-service-account-credentials=false",
+			"--service-account-private-key-file="+filepath.Join(c.dir, "sa.key"),
+			"--root-ca-file="+filepath.Join(c.dir, "certs", "apiserver.crt"))},
+		{"kube-scheduler", nil, b.Scheduler, append(kubeFlags[1:],
+			"--config="+filepath.Join(dir, "scheduler.yaml"), fmt.Sprintf("--secure-port=%d", schedPort))},
+		{"kwok", nil, b.Kwok, []string{"--kubeconfig=" + kc,
+			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+			"--config=" + filepath.Join(dir, "kwok-stages.yaml"),
+			fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort), "--node-ip=10.200.0.1", "--cidr=10.244.0.1/16"}},
+		{"kueue", env, "unshare", privateMount(etc, "/etc", b.Kueue,
+			"--config="+filepath.Join(dir, "kueue.yaml"), "--feature-gates=VisibilityOnDemand=false")},
+		{"appwrapper", append(env, "NAMESPACE=appwrapper-system"), "unshare", privateMount(webhookCerts["appwrapper"], "/tmp/k8s-webhook-server", b.AppWrapper,
+			"--config=appwrapper-operator-config")},
+		{"training-operator", append(env, "MY_POD_NAMESPACE=kubeflow"), "unshare", privateMount(webhookCerts["training-operator"], "/tmp/k8s-webhook-server", b.TrainingOperator,
+			"--enable-scheme=pytorchjob",
+			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", toMetrics),
+			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", toHealth),
+			fmt.Sprintf("--webhook-server-port=%d", toWebhook))},
+	}
+	for _, s := range starts {
+		if err := c.start(s.name, s.env, s.path, s.args...); err != nil {
+			return err
+		}
+	}
+	for what, url := range map[string]string{
+		"kube-scheduler":            fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort),
+		"kube-controller-manager":   fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort),
+		"Kueue":                     fmt.Sprintf("http://127.0.0.1:%d/readyz", kueueHealth),
+		"the AppWrapper controller": fmt.Sprintf("http://127.0.0.1:%d/readyz", awHealth),
+		"the training operator":     fmt.Sprintf("http://127.0.0.1:%d/readyz", toHealth),
+	} {
+		if err := c.waitURL(what, url, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+
+	// Kueue's webhooks, now that it serves them; then the queues, which its
+	// validating webhook admits.
+	hooks, err := kueueWebhooks(b.KueueModule, fmt.Sprintf("https://127.0.0.1:%d", kueueWebhook), ca)
+	if err != nil {
+		return err
+	}
+	if err := c.CreateAll(append(hooks, []byte(fmt.Sprintf(queues, SimNodes*SimNodeGPUs, SmallQueueGPUs)))); err != nil {
+		return err
+	}
+	return c.waitFor("the fake nodes Ready and the ClusterQueues active", 2*time.Minute, func() bool {
+		nodes, err := c.Kubectl(nil, "get", "nodes", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+		if err != nil || strings.Count(nodes, "True") != SimNodes {
+			return false
+		}
+		active, err := c.Kubectl(nil, "get", "clusterqueues", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Active")].status}{"\n"}{end}`)
+		return err == nil && strings.Count(active, "True") == 2
+	})
+}
+
+// privateMount is the command line of unshare that runs program with args in
+// a mount namespace of its own, where the folder from replaces the folder at
+// (created empty first if there is none, as the mount point). Without root,
+// a user namespace of its own gives it the right to mount.
+func privateMount(from, at, program string, args ...string) []string {
+	unshare := []string{"--mount"}
+	if os.Geteuid() != 0 {
+		unshare = append(unshare, "--user", "--map-root-user")
+	}
+	return append(append(unshare, "--", "sh", "-c", `mkdir -p "$2" && mount --bind "$1" "$2" && shift 2 && exec "$@"`, "sh", from, at, program), args...)
+}
+
+// CreateAll creates the objects of each YAML stream, in order, and waits
+// until every CRD is Established.
+func (c *Cluster) CreateAll(streams [][]byte) error {
+	for _, stream := range streams {
+		if _, err := c.Kubectl(stream, "create", "-f", "-"); err != nil {
+			return err
+		}
+	}
+	return c.waitFor("the CRDs Established", time.Minute, func() bool {
+		out, err := c.Kubectl(nil, "get", "crds", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Established")].status},{end}`)
+		return err == nil && !strings.Contains(strings.ReplaceAll(out, "True,", ""), ",")
+	})
+}
+
+// waitFor polls ready until it holds, failing early when a started process
+// has exited.
+func (c *Cluster) waitFor(what string, timeout time.Duration, ready func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, p := range c.procs {
+			if p.exited() {
+				return fmt.Errorf("%s exited: %s\n%s", p.name, p.cmd.ProcessState, c.logTail())
+			}
+		}
+		if ready() {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("%s: not after %s\n%s", what, timeout, c.logTail())
+}
+
+// Memory is the peak resident memory (VmHWM) of each running process, in KiB,
+// by name.
+func (c *Cluster) Memory() map[string]int {
+	peaks := map[string]int{}
+	for _, p := range c.procs {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if value, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				var kib int
+				fmt.Sscanf(strings.TrimSpace(value), "%d", &kib)
+				peaks[p.name] = kib
+			}
+		}
+	}
+	return peaks
+}
+
+// writeServingCert writes a self-signed certificate for 127.0.0.1, which
+// serves Kueue's webhooks and metrics and the training operator's webhook,
+// to dir/certs/tls.crt and tls.key, and returns the certificate (PEM).
+func writeServingCert(dir string) ([]byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	template := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	certs := filepath.Join(dir, "certs")
+	if err := os.MkdirAll(certs, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(certs, "tls.crt"), cert, 0o644); err != nil {
+		return nil, err
+	}
+	return cert, os.WriteFile(filepath.Join(certs, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+}
+
+// copyCert copies dir/certs/tls.crt and tls.key into the folder to.
+func copyCert(dir, to string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		data, err := os.ReadFile(filepath.Join(dir, "certs", name))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kueueWebhooks are Kueue's own webhook configurations, from its module, cut
+// down to the webhooks of the kinds this cluster has (Kueue's, AppWrapper,
+// PyTorchJob) and pointed at url with the certificate ca: Kueue serves no
+// webhook for the integrations it does not run, and the API server would
+// then refuse every pod, Job or Deployment.
+func kueueWebhooks(kueueModule, url string, ca []byte) ([][]byte, error) {
+	data, err := os.ReadFile(filepath.Join(kueueModule, "config", "components", "webhook", "manifests.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	// Kueue's own kinds, and the two jobs of its integrations here.
+	served := func(group, resource string) bool {
+		return group == "kueue.x-k8s.io" || resource == "appwrappers" || resource == "pytorchjobs"
+	}
+	var out [][]byte
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var config map[string]any
+		if err := sigsyaml.Unmarshal([]byte(doc), &config); err != nil {
+			return nil, err
+		}
+		if config == nil {
+			continue
+		}
+		var kept []any
+		hooks, _ := config["webhooks"].([]any)
+		for _, h := range hooks {
+			hook := h.(map[string]any)
+			rules, _ := hook["rules"].([]any)
+			if len(rules) == 0 {
+				continue
+			}
+			rule := rules[0].(map[string]any)
+			groups, _ := rule["apiGroups"].([]any)
+			resources, _ := rule["resources"].([]any)
+			if len(groups) == 0 || len(resources) == 0 || !served(fmt.Sprint(groups[0]), fmt.Sprint(resources[0])) {
+				continue
+			}
+			client := hook["clientConfig"].(map[string]any)
+			path := client["service"].(map[string]any)["path"].(string)
+			hook["clientConfig"] = map[string]any{"url": url + path, "caBundle": base64.StdEncoding.EncodeToString(ca)}
+			kept = append(kept, hook)
+		}
+		config["webhooks"] = kept
+		doc, err := sigsyaml.Marshal(config)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, doc)
+	}
+	return out, nil
+}

@@ -1,0 +1,370 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/torchwrap/generator/pkg/e2e"
+	"github.com/torchwrap/generator/pkg/fidelity"
+	"github.com/torchwrap/generator/pkg/golden"
+)
+
+// TestSimulatedCluster runs rendered jobs in a simulated GPU cluster (see
+// pkg/e2e/sim.go): Kueue admits them, the AppWrapper controller and the
+// training operator create their pods, the scheduler binds the pods to fake
+// GPU nodes, and kwok runs them to their end. make e2e-cluster runs it.
+func TestSimulatedCluster(t *testing.T) {
+	bins, err := e2e.BuildSim("../../testdata/e2e", t.Logf)
+	require.NoError(t, err)
+	cluster := startCluster(t)
+	start := time.Now()
+	require.NoError(t, cluster.StartSim(bins, jobCRDs(t)))
+	t.Logf("simulated cluster ready in %s (after the API server)", time.Since(start).Round(time.Millisecond))
+	s := &sim{cluster: cluster, generator: buildGenerator(t)}
+
+	// The fault-tolerance cases take longest (AppWrapper looks at the pods of
+	// a running job once a minute), in parallel with the others, which run in
+	// turn: the quota and priority cases share small-cq.
+	t.Run("scenarios", func(t *testing.T) {
+		t.Run("fault-tolerance", func(t *testing.T) {
+			t.Parallel()
+			s.faultTolerance(t)
+		})
+		t.Run("in-turn", func(t *testing.T) {
+			t.Parallel()
+			t.Run("examples", s.examples)
+			t.Run("quota", s.quota)
+			t.Run("priority", s.priority)
+		})
+	})
+
+	var names []string
+	total := 0
+	for name, kib := range cluster.Memory() {
+		names = append(names, fmt.Sprintf("%s %d MiB", name, kib/1024))
+		total += kib
+	}
+	sort.Strings(names)
+	t.Logf("peak resident memory: %d MiB in all (%s)", total/1024, strings.Join(names, ", "))
+}
+
+type sim struct {
+	cluster   *e2e.Cluster
+	generator string
+}
+
+// render renders a settings file with more generator arguments (--set ...).
+func (s *sim) render(t *testing.T, file string, args ...string) []byte {
+	t.Helper()
+	return run(t, nil, s.generator, append([]string{"render", "-f", file}, args...)...)
+}
+
+// submit creates the object of a manifest, with the namespace and the
+// LocalQueue it names: small-queue is a LocalQueue of ClusterQueue small-cq,
+// every other one of cluster-queue. It returns the object, with numbers as
+// float64.
+func (s *sim) submit(t *testing.T, manifest []byte) map[string]any {
+	t.Helper()
+	objects := golden.Objects(t, manifest)
+	require.Len(t, objects, 1)
+	obj := jsonObject(t, objects[0])
+	namespace := namespaceOf(obj)
+	ensureNamespace(t, s.cluster, namespace)
+	labels, _ := obj["metadata"].(map[string]any)["labels"].(map[string]any)
+	if queue, ok := labels["kueue.x-k8s.io/queue-name"].(string); ok {
+		if _, err := s.cluster.Kubectl(nil, "get", "localqueue", queue, "-n", namespace); err != nil {
+			clusterQueue := "cluster-queue"
+			if queue == "small-queue" {
+				clusterQueue = "small-cq"
+			}
+			kubectl(t, s.cluster, []byte(fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: %s, namespace: %s}
+spec: {clusterQueue: %s}
+`, queue, namespace, clusterQueue)), "create", "-f", "-")
+		}
+	}
+	kubectl(t, s.cluster, manifest, "create", "-f", "-")
+	return obj
+}
+
+// get reads an object as JSON.
+func (s *sim) get(t *testing.T, namespace string, args ...string) map[string]any {
+	t.Helper()
+	return jsonObject(t, []byte(kubectl(t, s.cluster, nil, append([]string{"get", "-n", namespace, "-o", "json"}, args...)...)))
+}
+
+// workload is what a test needs of a Kueue Workload.
+type workload struct {
+	admitted, finished bool
+	podSets            map[string]int
+}
+
+// workloads are the Workloads of a namespace, by the name of their owner.
+func (s *sim) workloads(t *testing.T, namespace string) map[string]workload {
+	t.Helper()
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				OwnerReferences []struct{ Name string }
+			}
+			Spec struct {
+				PodSets []struct {
+					Name  string
+					Count int
+				}
+			}
+			Status struct {
+				Admission  any
+				Conditions []struct{ Type, Status string }
+			}
+		}
+	}
+	out := kubectl(t, s.cluster, nil, "get", "workloads", "-n", namespace, "-o", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	byOwner := map[string]workload{}
+	for _, item := range list.Items {
+		if len(item.Metadata.OwnerReferences) == 0 {
+			continue
+		}
+		w := workload{admitted: item.Status.Admission != nil, podSets: map[string]int{}}
+		for _, c := range item.Status.Conditions {
+			if c.Type == "Finished" && c.Status == "True" {
+				w.finished = true
+			}
+		}
+		for _, ps := range item.Spec.PodSets {
+			w.podSets[ps.Name] = ps.Count
+		}
+		byOwner[item.Metadata.OwnerReferences[0].Name] = w
+	}
+	return byOwner
+}
+
+// waitFor polls done every 200 ms for up to timeout; on timeout it fails
+// with what kubectl says about the namespace.
+func (s *sim) waitFor(t *testing.T, namespace, what string, timeout time.Duration, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !done() {
+		if time.Now().After(deadline) {
+			state, _ := s.cluster.Kubectl(nil, "get", "appwrappers,pytorchjobs,workloads,pods", "-n", namespace, "-o", "wide")
+			events, _ := s.cluster.Kubectl(nil, "get", "events", "-n", namespace)
+			t.Fatalf("%s: not after %s\n%s\n%s", what, timeout, state, events)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// appWrapperPhase is an AppWrapper's status.phase.
+func (s *sim) appWrapperPhase(t *testing.T, namespace, name string) string {
+	t.Helper()
+	status, _ := s.get(t, namespace, "appwrapper", name)["status"].(map[string]any)
+	phase, _ := status["phase"].(string)
+	return phase
+}
+
+// waitPhase waits until the AppWrapper reaches the phase; reaching another
+// final phase instead fails at once.
+func (s *sim) waitPhase(t *testing.T, namespace, name, want string) map[string]any {
+	t.Helper()
+	var aw map[string]any
+	s.waitFor(t, namespace, fmt.Sprintf("AppWrapper %s/%s %s", namespace, name, want), 2*time.Minute, func() bool {
+		aw = s.get(t, namespace, "appwrapper", name)
+		status, _ := aw["status"].(map[string]any)
+		phase, _ := status["phase"].(string)
+		if phase != want && (phase == "Succeeded" || phase == "Failed") {
+			t.Fatalf("AppWrapper %s/%s ended %s, not %s: %v", namespace, name, phase, want, status)
+		}
+		return phase == want
+	})
+	return aw
+}
+
+// checkPods checks that the job's pods, as many as the job has replicas, ran
+// on the fake GPU nodes and ended in phase.
+func (s *sim) checkPods(t *testing.T, namespace, job string, replicas int, phase string) {
+	t.Helper()
+	pods := s.get(t, namespace, "pods", "-l", "training.kubeflow.org/job-name="+job)["items"].([]any)
+	require.Len(t, pods, replicas, "pods of %s", job)
+	for _, p := range pods {
+		pod := p.(map[string]any)
+		node, _ := pod["spec"].(map[string]any)["nodeName"].(string)
+		require.True(t, strings.HasPrefix(node, "gpu-node-"), "pod %v bound to %q", pod["metadata"].(map[string]any)["name"], node)
+		require.Equal(t, phase, pod["status"].(map[string]any)["phase"])
+	}
+}
+
+// replicas is the number of pods of a PyTorchJob.
+func replicas(job map[string]any) int {
+	n := 0
+	for _, spec := range job["spec"].(map[string]any)["pytorchReplicaSpecs"].(map[string]any) {
+		n += int(spec.(map[string]any)["replicas"].(float64))
+	}
+	return n
+}
+
+// Every example and starter: a PyTorchJob, wrapped or bare, is admitted by
+// Kueue and runs to Succeeded with all its pods bound to GPU nodes; a T9k job
+// (no T9k controller runs here) is admitted with the podSets its AppWrapper
+// declares, and the AppWrapper creates it and goes Running.
+func (s *sim) examples(t *testing.T) {
+	for _, file := range golden.Examples(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			start := time.Now()
+			manifest := s.render(t, file)
+			obj := s.submit(t, manifest)
+			namespace := namespaceOf(obj)
+			name := obj["metadata"].(map[string]any)["name"].(string)
+			defer kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
+
+			if obj["kind"] == "PyTorchJob" {
+				s.waitFor(t, namespace, "bare PyTorchJob "+name+" Succeeded", 2*time.Minute, func() bool {
+					out := kubectl(t, s.cluster, nil, "get", "pytorchjob", name, "-n", namespace, "-o", `jsonpath={.status.conditions[?(@.type=="Succeeded")].status}`)
+					return out == "True"
+				})
+				require.True(t, s.workloads(t, namespace)[name].finished, "the Workload of %s is Finished", name)
+				s.checkPods(t, namespace, name, replicas(obj), "Succeeded")
+				t.Logf("%s: Succeeded in %s", name, time.Since(start).Round(time.Millisecond))
+				return
+			}
+			job := fidelity.Wrapped(obj)[0]
+			if job["kind"] == "PyTorchJob" {
+				s.waitPhase(t, namespace, name, "Succeeded")
+				w := s.workloads(t, namespace)[name]
+				require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
+				s.checkPods(t, namespace, name, replicas(job), "Succeeded")
+				t.Logf("%s: Succeeded in %s", name, time.Since(start).Round(time.Millisecond))
+				return
+			}
+			s.waitPhase(t, namespace, name, "Running")
+			kubectl(t, s.cluster, nil, "get", strings.ToLower(job["kind"].(string)), name, "-n", namespace)
+			w := s.workloads(t, namespace)[name]
+			require.True(t, w.admitted, "the Workload of %s is admitted", name)
+			var declared []int
+			for _, c := range obj["spec"].(map[string]any)["components"].([]any) {
+				for _, ps := range c.(map[string]any)["podSets"].([]any) {
+					declared = append(declared, int(ps.(map[string]any)["replicas"].(float64)))
+				}
+			}
+			var counts []int
+			for _, count := range w.podSets {
+				counts = append(counts, count)
+			}
+			slices.Sort(declared)
+			slices.Sort(counts)
+			require.Equal(t, declared, counts, "the Workload's podSets are the declared ones")
+			t.Logf("%s: admitted and Running in %s", name, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// runFor makes the pods of a job run for a while, and exitCode end them with
+// an exit code: annotations the kwok stages read.
+func runFor(d string) []string {
+	return []string{"--set-string", `podAnnotations.sim\.torchwrap\.dev/run-for=` + d}
+}
+func exitCode(code int) []string {
+	return []string{"--set-string", fmt.Sprintf(`podAnnotations.sim\.torchwrap\.dev/exit-code=%d`, code)}
+}
+
+// Two jobs that each need all of small-cq's GPUs run one after the other:
+// never both admitted at once, the second waiting while the first runs.
+func (s *sim) quota(t *testing.T) {
+	const namespace = "sim-quota"
+	names := []string{"quota-a", "quota-b"}
+	for _, name := range names {
+		args := append([]string{"--set", "jobName=" + name, "--set", "namespace=" + namespace,
+			"--set", "queueName=small-queue", "--set", fmt.Sprintf("numPods=%d", e2e.SmallQueueGPUs/8)}, runFor("3s")...)
+		s.submit(t, s.render(t, "../../examples/helloworld.settings.yaml", args...))
+	}
+	waited := false
+	s.waitFor(t, namespace, "both jobs Succeeded", 2*time.Minute, func() bool {
+		holding := 0
+		for _, w := range s.workloads(t, namespace) {
+			if w.admitted && !w.finished {
+				holding++
+			}
+		}
+		require.LessOrEqual(t, holding, 1, "two jobs hold small-cq's quota at once")
+		a, b := s.appWrapperPhase(t, namespace, "quota-a"), s.appWrapperPhase(t, namespace, "quota-b")
+		if a == "Running" && b == "Suspended" {
+			waited = true
+		}
+		return a == "Succeeded" && b == "Succeeded"
+	})
+	require.True(t, waited, "quota-b was seen Suspended while quota-a ran")
+}
+
+// Fault tolerance, as the AppWrapper annotations say: a failing pod makes the
+// AppWrapper reset the job retryLimit times, then fail; an exit code in
+// terminalExitCodes, or one outside retryableExitCodes, fails it at once.
+func (s *sim) faultTolerance(t *testing.T) {
+	const namespace = "sim-faults"
+	// One GPU a pod, to leave the others to the jobs of the other scenarios.
+	fast := []string{"--set", "namespace=" + namespace, "--set", "numPods=2", "--set", "numGpusPerPod=1",
+		"--set", "failureGracePeriodDuration=1s", "--set", "retryPausePeriodDuration=1s"}
+	cases := []struct {
+		name    string
+		args    []string
+		retries int
+	}{
+		{"retry-then-fail", append(exitCode(1), "--set", "retryLimit=2"), 2},
+		{"terminal-exit-code", append(exitCode(3), "--set", "retryLimit=3", "--set", "terminalExitCodes={3,4}"), 0},
+		{"not-retryable", append(exitCode(4), "--set", "retryLimit=3", "--set", "retryableExitCodes={10}"), 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			args := append(append([]string{"--set", "jobName=" + c.name}, fast...), c.args...)
+			manifest := s.render(t, "../../examples/helloworld.settings.yaml", args...)
+			s.submit(t, manifest)
+			aw := s.waitPhase(t, namespace, c.name, "Failed")
+			retries, _ := aw["status"].(map[string]any)["resettingCount"].(float64)
+			require.Equal(t, c.retries, int(retries), "times the AppWrapper reset the job")
+			kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
+		})
+	}
+}
+
+// Priority orders admission: while a job holds all of small-cq's quota, a
+// low-priority job and then a high-priority one wait; the high one is
+// admitted first. Once with the pods' PriorityClass (priority, MLBatch's
+// way), once with a Kueue WorkloadPriorityClass (workloadPriorityClass).
+func (s *sim) priority(t *testing.T) {
+	for _, setting := range []string{"priority", "workloadPriorityClass"} {
+		t.Run(setting, func(t *testing.T) {
+			namespace := "sim-" + strings.ToLower(setting)
+			job := func(name string, args ...string) {
+				args = append([]string{"--set", "jobName=" + name, "--set", "namespace=" + namespace,
+					"--set", "queueName=small-queue", "--set", fmt.Sprintf("numPods=%d", e2e.SmallQueueGPUs/8)}, args...)
+				s.submit(t, s.render(t, "../../examples/helloworld.settings.yaml", append(args, runFor("3s")...)...))
+			}
+			job("blocker")
+			s.waitFor(t, namespace, "blocker admitted", time.Minute, func() bool { return s.workloads(t, namespace)["blocker"].admitted })
+			job("low", "--set", setting+"=low-priority")
+			job("high", "--set", setting+"=high-priority")
+			var order []string
+			s.waitFor(t, namespace, "all three Succeeded", 2*time.Minute, func() bool {
+				ws := s.workloads(t, namespace)
+				for _, name := range []string{"low", "high"} {
+					if ws[name].admitted && !slices.Contains(order, name) {
+						order = append(order, name)
+					}
+				}
+				return ws["blocker"].finished && ws["low"].finished && ws["high"].finished
+			})
+			require.Equal(t, []string{"high", "low"}, order, "the order of admission")
+		})
+	}
+}
