@@ -7,16 +7,17 @@ package e2e
 //   - kube-controller-manager (garbage collection, namespaces) and
 //     kube-scheduler, from the same Kubernetes release as the API server;
 //   - kwok, which runs the fake GPU nodes and moves their pods through
-//     Running to Succeeded or Failed, as the stages in sim/kwok-stages.yaml say;
-//   - Kueue, with its AppWrapper and PyTorchJob integrations and its
-//     webhooks, served on loopback with a certificate for 127.0.0.1;
+//     Running to Succeeded or Failed, as the stages in kwokStages say;
+//   - Kueue, with its AppWrapper and PyTorchJob integrations;
 //   - the AppWrapper controller;
 //   - the Kubeflow training operator (PyTorchJob).
+//
+// The webhooks of the last three are served on loopback, with one
+// certificate for 127.0.0.1 that StartSim writes.
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -39,9 +40,9 @@ import (
 // Binaries.
 type SimBinaries struct {
 	ControllerManager, Scheduler, Kwok, Kueue, AppWrapper, TrainingOperator string
-	// KueueModule is the folder of the Kueue module, which holds its CRDs and
-	// webhook configurations.
-	KueueModule string
+	// The folders of the modules of Kueue, AppWrapper and the training
+	// operator, which hold Kueue's CRDs and their webhook configurations.
+	KueueModule, AppWrapperModule, TrainingOperatorModule string
 }
 
 // simProgram is one controller: its wrapper module in testdata/e2e, the
@@ -85,8 +86,19 @@ func BuildSim(testdata string, logf func(string, ...any)) (SimBinaries, error) {
 		}
 		*p.bin = filepath.Join(dir, p.dir)
 	}
-	b.KueueModule, err = moduleDir(filepath.Join(testdata, "kueue"), "sigs.k8s.io/kueue")
-	return b, err
+	for _, m := range []struct {
+		dir, module string
+		folder      *string
+	}{
+		{"kueue", "sigs.k8s.io/kueue", &b.KueueModule},
+		{"appwrapper", "github.com/project-codeflare/appwrapper", &b.AppWrapperModule},
+		{"training-operator", "github.com/kubeflow/training-operator", &b.TrainingOperatorModule},
+	} {
+		if *m.folder, err = moduleDir(filepath.Join(testdata, m.dir), m.module); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // moduleDir is the folder of a module that the wrapper module requires, in
@@ -129,7 +141,7 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 	schedPort, kcmPort, kwokPort, kueueHealth, kueueMetrics, kueueWebhook, awHealth, toHealth, toMetrics, toWebhook :=
 		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[9]
 
-	ca, err := writeServingCert(dir)
+	ca, key, err := writeServingCert(dir)
 	if err != nil {
 		return err
 	}
@@ -183,8 +195,25 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 		}
 	}
 	// The AppWrapper controller reads its configuration from a ConfigMap.
-	awConfig := fmt.Sprintf(appWrapperConfig, awHealth)
-	if err := c.CreateAll([][]byte{[]byte(awConfig)}); err != nil {
+	// Its certificate rotator and the training operator's read their Secret
+	// and put the CA in their webhook configurations before the programs are
+	// ready: those come first, and no job is created before then.
+	awHooks, err := webhooks(filepath.Join(b.AppWrapperModule, "config", "webhook", "manifests.yaml"),
+		func(name string) string { return "appwrapper-" + name }, "https://127.0.0.1:9443", ca)
+	if err != nil {
+		return err
+	}
+	toHooks, err := webhooks(filepath.Join(b.TrainingOperatorModule, "manifests", "base", "webhook", "manifests.yaml"),
+		func(string) string { return "validator.training-operator.kubeflow.org" }, fmt.Sprintf("https://127.0.0.1:%d", toWebhook), ca)
+	if err != nil {
+		return err
+	}
+	objects := [][]byte{
+		[]byte(fmt.Sprintf(appWrapperConfig, awHealth)),
+		[]byte(fmt.Sprintf(certSecret, "appwrapper-system", "appwrapper-webhook-server-cert", pemData(ca), pemData(key))),
+		[]byte(fmt.Sprintf(certSecret, "kubeflow", "training-operator-webhook-cert", pemData(ca), pemData(key))),
+	}
+	if err := c.CreateAll(append(append(objects, awHooks...), toHooks...)); err != nil {
 		return err
 	}
 
@@ -235,11 +264,12 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 
 	// Kueue's webhooks, now that it serves them; then the queues, which its
 	// validating webhook admits.
-	hooks, err := kueueWebhooks(b.KueueModule, fmt.Sprintf("https://127.0.0.1:%d", kueueWebhook), ca)
+	kueueHooks, err := webhooks(filepath.Join(b.KueueModule, "config", "components", "webhook", "manifests.yaml"),
+		func(name string) string { return "kueue-" + name }, fmt.Sprintf("https://127.0.0.1:%d", kueueWebhook), ca)
 	if err != nil {
 		return err
 	}
-	if err := c.CreateAll(append(hooks, []byte(fmt.Sprintf(queues, SimNodes*SimNodeGPUs, SmallQueueGPUs)))); err != nil {
+	if err := c.CreateAll(append(kueueHooks, []byte(fmt.Sprintf(queues, SimNodes*SimNodeGPUs, SmallQueueGPUs)))); err != nil {
 		return err
 	}
 	return c.waitFor("the fake nodes Ready and the ClusterQueues active", 2*time.Minute, func() bool {
@@ -316,43 +346,55 @@ func (c *Cluster) Memory() map[string]int {
 	return peaks
 }
 
-// writeServingCert writes a self-signed certificate for 127.0.0.1, which
-// serves Kueue's webhooks and metrics and the training operator's webhook,
-// to dir/certs/tls.crt and tls.key, and returns the certificate (PEM).
-func writeServingCert(dir string) ([]byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// The certificate rotators of the AppWrapper controller and the training
+// operator keep a certificate they find valid in their Secret: one for their
+// CA's name and their webhook Service's name, which lasts beyond their 90-day
+// look-ahead.
+var rotatorNames = []string{
+	"appwrapper-ca", "appwrapper-webhook-service.appwrapper-system.svc",
+	"training-operator-ca", "training-operator.kubeflow.svc",
+}
+
+// writeServingCert writes a self-signed certificate, for 127.0.0.1 and the
+// names the certificate rotators check, which serves every webhook and
+// Kueue's metrics, to dir/certs/tls.crt and tls.key, and returns the
+// certificate and key (PEM).
+func writeServingCert(dir string) (cert, key []byte, err error) {
+	// RSA, in PKCS #1: the only key the AppWrapper controller's rotator reads.
+	private, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	template := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "127.0.0.1"},
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:              rotatorNames,
 		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &private.PublicKey, private)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	cert = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	key = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(private)})
 	certs := filepath.Join(dir, "certs")
 	if err := os.MkdirAll(certs, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(certs, "tls.crt"), cert, 0o644); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cert, os.WriteFile(filepath.Join(certs, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return cert, key, os.WriteFile(filepath.Join(certs, "tls.key"), key, 0o600)
 }
+
+// pemData is PEM text as the base64 of a Secret's data.
+func pemData(pem []byte) string { return base64.StdEncoding.EncodeToString(pem) }
 
 // copyCert copies dir/certs/tls.crt and tls.key into the folder to.
 func copyCert(dir, to string) error {
@@ -371,17 +413,16 @@ func copyCert(dir, to string) error {
 	return nil
 }
 
-// kueueWebhooks are Kueue's own webhook configurations, from its module, cut
-// down to the webhooks of the kinds this cluster has (Kueue's, AppWrapper,
-// PyTorchJob) and pointed at url with the certificate ca: Kueue serves no
-// webhook for the integrations it does not run, and the API server would
-// then refuse every pod, Job or Deployment.
-func kueueWebhooks(kueueModule, url string, ca []byte) ([][]byte, error) {
-	data, err := os.ReadFile(filepath.Join(kueueModule, "config", "components", "webhook", "manifests.yaml"))
+// webhooks are the webhook configurations in a module's manifests (file),
+// renamed by rename, cut down to the webhooks of the kinds this cluster
+// has (Kueue's own, AppWrapper, PyTorchJob), and pointed at url with the
+// certificate ca: Kueue serves no webhook for the integrations it does not
+// run, and the API server would then refuse every pod, Job or Deployment.
+func webhooks(file string, rename func(string) string, url string, ca []byte) ([][]byte, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	// Kueue's own kinds, and the two jobs of its integrations here.
 	served := func(group, resource string) bool {
 		return group == "kueue.x-k8s.io" || resource == "appwrappers" || resource == "pytorchjobs"
 	}
@@ -394,6 +435,8 @@ func kueueWebhooks(kueueModule, url string, ca []byte) ([][]byte, error) {
 		if config == nil {
 			continue
 		}
+		metadata := config["metadata"].(map[string]any)
+		metadata["name"] = rename(metadata["name"].(string))
 		var kept []any
 		hooks, _ := config["webhooks"].([]any)
 		for _, h := range hooks {

@@ -42,6 +42,7 @@ func TestSimulatedCluster(t *testing.T) {
 		})
 		t.Run("in-turn", func(t *testing.T) {
 			t.Parallel()
+			t.Run("webhooks", s.webhooks)
 			t.Run("examples", s.examples)
 			t.Run("quota", s.quota)
 			t.Run("priority", s.priority)
@@ -78,24 +79,33 @@ func (s *sim) submit(t *testing.T, manifest []byte) map[string]any {
 	objects := golden.Objects(t, manifest)
 	require.Len(t, objects, 1)
 	obj := jsonObject(t, objects[0])
-	namespace := namespaceOf(obj)
-	ensureNamespace(t, s.cluster, namespace)
 	labels, _ := obj["metadata"].(map[string]any)["labels"].(map[string]any)
-	if queue, ok := labels["kueue.x-k8s.io/queue-name"].(string); ok {
-		if _, err := s.cluster.Kubectl(nil, "get", "localqueue", queue, "-n", namespace); err != nil {
-			clusterQueue := "cluster-queue"
-			if queue == "small-queue" {
-				clusterQueue = "small-cq"
-			}
-			kubectl(t, s.cluster, []byte(fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta1
+	queue, _ := labels["kueue.x-k8s.io/queue-name"].(string)
+	s.ensureQueue(t, namespaceOf(obj), queue)
+	kubectl(t, s.cluster, manifest, "create", "-f", "-")
+	return obj
+}
+
+// ensureQueue creates the namespace and its LocalQueue (unless queue is
+// empty) if they do not exist.
+func (s *sim) ensureQueue(t *testing.T, namespace, queue string) {
+	t.Helper()
+	ensureNamespace(t, s.cluster, namespace)
+	if queue == "" {
+		return
+	}
+	if _, err := s.cluster.Kubectl(nil, "get", "localqueue", queue, "-n", namespace); err == nil {
+		return
+	}
+	clusterQueue := "cluster-queue"
+	if queue == "small-queue" {
+		clusterQueue = "small-cq"
+	}
+	kubectl(t, s.cluster, []byte(fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
 metadata: {name: %s, namespace: %s}
 spec: {clusterQueue: %s}
 `, queue, namespace, clusterQueue)), "create", "-f", "-")
-		}
-	}
-	kubectl(t, s.cluster, manifest, "create", "-f", "-")
-	return obj
 }
 
 // get reads an object as JSON.
@@ -176,10 +186,10 @@ func (s *sim) appWrapperPhase(t *testing.T, namespace, name string) string {
 
 // waitPhase waits until the AppWrapper reaches the phase; reaching another
 // final phase instead fails at once.
-func (s *sim) waitPhase(t *testing.T, namespace, name, want string) map[string]any {
+func (s *sim) waitPhase(t *testing.T, namespace, name, want string, timeout time.Duration) map[string]any {
 	t.Helper()
 	var aw map[string]any
-	s.waitFor(t, namespace, fmt.Sprintf("AppWrapper %s/%s %s", namespace, name, want), 2*time.Minute, func() bool {
+	s.waitFor(t, namespace, fmt.Sprintf("AppWrapper %s/%s %s", namespace, name, want), timeout, func() bool {
 		aw = s.get(t, namespace, "appwrapper", name)
 		status, _ := aw["status"].(map[string]any)
 		phase, _ := status["phase"].(string)
@@ -240,14 +250,14 @@ func (s *sim) examples(t *testing.T) {
 			}
 			job := fidelity.Wrapped(obj)[0]
 			if job["kind"] == "PyTorchJob" {
-				s.waitPhase(t, namespace, name, "Succeeded")
+				s.waitPhase(t, namespace, name, "Succeeded", time.Minute)
 				w := s.workloads(t, namespace)[name]
 				require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
 				s.checkPods(t, namespace, name, replicas(job), "Succeeded")
 				t.Logf("%s: Succeeded in %s", name, time.Since(start).Round(time.Millisecond))
 				return
 			}
-			s.waitPhase(t, namespace, name, "Running")
+			s.waitPhase(t, namespace, name, "Running", time.Minute)
 			kubectl(t, s.cluster, nil, "get", strings.ToLower(job["kind"].(string)), name, "-n", namespace)
 			w := s.workloads(t, namespace)[name]
 			require.True(t, w.admitted, "the Workload of %s is admitted", name)
@@ -267,6 +277,39 @@ func (s *sim) examples(t *testing.T) {
 			t.Logf("%s: admitted and Running in %s", name, time.Since(start).Round(time.Millisecond))
 		})
 	}
+}
+
+// The webhooks run as on a real cluster: the training operator's refuses a
+// PyTorchJob without a container named pytorch, the AppWrapper controller's
+// an AppWrapper whose podSet points at nothing, and Kueue's suspends an
+// AppWrapper on creation.
+func (s *sim) webhooks(t *testing.T) {
+	const namespace = "sim-webhooks"
+	s.ensureQueue(t, namespace, "default-queue")
+	render := func(args ...string) map[string]any {
+		args = append([]string{"--set", "jobName=hooked", "--set", "namespace=" + namespace}, args...)
+		return jsonObject(t, golden.Objects(t, s.render(t, "../../examples/helloworld.settings.yaml", args...))[0])
+	}
+
+	job := render("--set", "wrapper=none")
+	for _, spec := range job["spec"].(map[string]any)["pytorchReplicaSpecs"].(map[string]any) {
+		container := spec.(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
+		container.(map[string]any)["name"] = "trainer"
+	}
+	_, err := s.cluster.Kubectl(mustJSON(t, job), "create", "-f", "-")
+	require.ErrorContains(t, err, `admission webhook "validator.pytorchjob.training-operator.kubeflow.org" denied the request`)
+
+	aw := render()
+	component := aw["spec"].(map[string]any)["components"].([]any)[0].(map[string]any)
+	component["podSets"] = []any{map[string]any{"path": "template.spec.nothing", "replicas": 1}}
+	_, err = s.cluster.Kubectl(mustJSON(t, aw), "create", "-f", "-")
+	require.ErrorContains(t, err, `admission webhook "vappwrapper.kb.io" denied the request`)
+
+	manifest := s.render(t, "../../examples/helloworld.settings.yaml", "--set", "jobName=hooked", "--set", "namespace="+namespace)
+	kubectl(t, s.cluster, manifest, "create", "-f", "-")
+	suspend, _ := s.get(t, namespace, "appwrapper", "hooked")["spec"].(map[string]any)["suspend"].(bool)
+	kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
+	require.True(t, suspend, "Kueue's webhook suspends a new AppWrapper")
 }
 
 // runFor makes the pods of a job run for a while, and exitCode end them with
@@ -312,24 +355,28 @@ func (s *sim) quota(t *testing.T) {
 func (s *sim) faultTolerance(t *testing.T) {
 	const namespace = "sim-faults"
 	// One GPU a pod, to leave the others to the jobs of the other scenarios.
-	fast := []string{"--set", "namespace=" + namespace, "--set", "numPods=2", "--set", "numGpusPerPod=1",
-		"--set", "failureGracePeriodDuration=1s", "--set", "retryPausePeriodDuration=1s"}
+	// The pods fail 100 ms after they start: the AppWrapper controller looks
+	// at the pods every 5 s until they all run, then once a minute.
+	fast := append([]string{"--set", "namespace=" + namespace, "--set", "numPods=2", "--set", "numGpusPerPod=1",
+		"--set", "failureGracePeriodDuration=1s", "--set", "retryPausePeriodDuration=1s"}, runFor("100ms")...)
 	cases := []struct {
 		name    string
 		args    []string
 		retries int
 	}{
-		{"retry-then-fail", append(exitCode(1), "--set", "retryLimit=2"), 2},
+		{"retry-then-fail", append(exitCode(1), "--set", "retryLimit=1"), 1},
 		{"terminal-exit-code", append(exitCode(3), "--set", "retryLimit=3", "--set", "terminalExitCodes={3,4}"), 0},
 		{"not-retryable", append(exitCode(4), "--set", "retryLimit=3", "--set", "retryableExitCodes={10}"), 0},
 	}
+	// Before the cases run in parallel, each creating its job there.
+	s.ensureQueue(t, namespace, "default-queue")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			args := append(append([]string{"--set", "jobName=" + c.name}, fast...), c.args...)
 			manifest := s.render(t, "../../examples/helloworld.settings.yaml", args...)
 			s.submit(t, manifest)
-			aw := s.waitPhase(t, namespace, c.name, "Failed")
+			aw := s.waitPhase(t, namespace, c.name, "Failed", 4*time.Minute)
 			retries, _ := aw["status"].(map[string]any)["resettingCount"].(float64)
 			require.Equal(t, c.retries, int(retries), "times the AppWrapper reset the job")
 			kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")

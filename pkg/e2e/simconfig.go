@@ -185,8 +185,7 @@ integrations:
 `
 
 // appWrapperConfig is the AppWrapper controller's configuration, which it
-// reads from this ConfigMap: webhooks off (see README: what stays off). %d:
-// the health port.
+// reads from this ConfigMap, with its webhooks on. %d: the health port.
 const appWrapperConfig = `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -200,15 +199,28 @@ data:
       metrics:
         bindAddress: "0"
       leaderElection: false
-    webhooksEnabled: false
+    webhooksEnabled: true
+`
+
+// certSecret is the Secret a certificate rotator (the AppWrapper
+// controller's, the training operator's) reads its webhook certificate from:
+// the CA and the serving certificate are one. %[1]s %[2]s: the Secret's
+// namespace and name; %[3]s %[4]s: the certificate and key, in base64.
+const certSecret = `apiVersion: v1
+kind: Secret
+metadata:
+  namespace: %[1]s
+  name: %[2]s
+data:
+  ca.crt: %[3]s
+  ca.key: %[4]s
+  tls.crt: %[3]s
+  tls.key: %[4]s
 `
 
 // simObjects are the cluster's fixed objects before the controllers start:
 // their namespaces; MLBatch's PriorityClasses and Kueue
-// WorkloadPriorityClasses of the same names; the fake GPU nodes; and what the
-// training operator waits for before it starts (a Secret for its webhook
-// certificate, and a webhook configuration to put the certificate in, which
-// matches no namespace, so that the API server never calls it).
+// WorkloadPriorityClasses of the same names; and the fake GPU nodes.
 func simObjects() string {
 	var b strings.Builder
 	b.WriteString(`apiVersion: v1
@@ -225,32 +237,6 @@ apiVersion: v1
 kind: Namespace
 metadata:
   name: kubeflow
----
-apiVersion: v1
-kind: Secret
-metadata:
-  name: training-operator-webhook-cert
-  namespace: kubeflow
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingWebhookConfiguration
-metadata:
-  name: validator.training-operator.kubeflow.org
-webhooks:
-- name: validator.pytorchjob.training-operator.kubeflow.org
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Ignore
-  clientConfig:
-    url: https://127.0.0.1:1/validate-kubeflow-org-v1-pytorchjob
-  namespaceSelector:
-    matchLabels:
-      sim.torchwrap.dev/no-namespace-has-this: "true"
-  rules:
-  - apiGroups: [kubeflow.org]
-    apiVersions: [v1]
-    operations: [CREATE, UPDATE]
-    resources: [pytorchjobs]
 `)
 	for _, p := range []struct {
 		name  string
