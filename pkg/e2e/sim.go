@@ -120,8 +120,7 @@ const (
 	SimNodeGPUs = 8
 )
 
-// Queues: ClusterQueue "cluster-queue" has quota for every node; "small-cq"
-// has quota for SmallQueueGPUs GPUs, for the tests of queueing order.
+// SmallQueueGPUs is the GPU quota of ClusterQueue small-cq (see queues).
 const SmallQueueGPUs = 16
 
 // StartSim starts the controllers of the simulated cluster against c, with
@@ -269,7 +268,7 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if err := c.CreateAll(append(kueueHooks, []byte(fmt.Sprintf(queues, SimNodes*SimNodeGPUs, SmallQueueGPUs)))); err != nil {
+	if err := c.CreateAll(append(kueueHooks, []byte(queues()))); err != nil {
 		return err
 	}
 	return c.waitFor("the fake nodes Ready and the ClusterQueues active", 2*time.Minute, func() bool {

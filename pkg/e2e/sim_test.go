@@ -282,7 +282,7 @@ func (s *sim) examples(t *testing.T) {
 // The webhooks run as on a real cluster: the training operator's refuses a
 // PyTorchJob without a container named pytorch, the AppWrapper controller's
 // an AppWrapper whose podSet points at nothing, and Kueue's suspends an
-// AppWrapper on creation.
+// AppWrapper on creation (which the manifest leaves unsuspended).
 func (s *sim) webhooks(t *testing.T) {
 	const namespace = "sim-webhooks"
 	s.ensureQueue(t, namespace, "default-queue")
@@ -305,7 +305,10 @@ func (s *sim) webhooks(t *testing.T) {
 	_, err = s.cluster.Kubectl(mustJSON(t, aw), "create", "-f", "-")
 	require.ErrorContains(t, err, `admission webhook "vappwrapper.kb.io" denied the request`)
 
-	manifest := s.render(t, "../../examples/helloworld.settings.yaml", "--set", "jobName=hooked", "--set", "namespace="+namespace)
+	// In a queue that does not exist, so that Kueue never admits it (and
+	// resumes it) before the test looks.
+	manifest := s.render(t, "../../examples/helloworld.settings.yaml", "--set", "jobName=hooked", "--set", "namespace="+namespace,
+		"--set", "queueName=no-such-queue")
 	kubectl(t, s.cluster, manifest, "create", "-f", "-")
 	suspend, _ := s.get(t, namespace, "appwrapper", "hooked")["spec"].(map[string]any)["suspend"].(bool)
 	kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
@@ -392,15 +395,16 @@ func (s *sim) priority(t *testing.T) {
 	for _, setting := range []string{"priority", "workloadPriorityClass"} {
 		t.Run(setting, func(t *testing.T) {
 			namespace := "sim-" + strings.ToLower(setting)
-			job := func(name string, args ...string) {
+			job := func(name, runs string, args ...string) {
 				args = append([]string{"--set", "jobName=" + name, "--set", "namespace=" + namespace,
 					"--set", "queueName=small-queue", "--set", fmt.Sprintf("numPods=%d", e2e.SmallQueueGPUs/8)}, args...)
-				s.submit(t, s.render(t, "../../examples/helloworld.settings.yaml", append(args, runFor("3s")...)...))
+				s.submit(t, s.render(t, "../../examples/helloworld.settings.yaml", append(args, runFor(runs)...)...))
 			}
-			job("blocker")
+			// Long enough for the other two to be queued behind it.
+			job("blocker", "6s")
 			s.waitFor(t, namespace, "blocker admitted", time.Minute, func() bool { return s.workloads(t, namespace)["blocker"].admitted })
-			job("low", "--set", setting+"=low-priority")
-			job("high", "--set", setting+"=high-priority")
+			job("low", "3s", "--set", setting+"=low-priority")
+			job("high", "3s", "--set", setting+"=high-priority")
 			var order []string
 			s.waitFor(t, namespace, "all three Succeeded", 2*time.Minute, func() bool {
 				ws := s.workloads(t, namespace)

@@ -283,21 +283,28 @@ status:
 	return b.String()
 }
 
-// queues: the ResourceFlavor of the fake nodes and two ClusterQueues over it,
-// cluster-queue with quota for all the nodes and small-cq with %[2]d GPUs.
-// %[1]d: the GPUs of all nodes.
-const queues = `apiVersion: kueue.x-k8s.io/v1beta1
+// queues are the ResourceFlavor of the fake nodes and two ClusterQueues over
+// it: cluster-queue with quota for all the nodes, and small-cq with
+// SmallQueueGPUs GPUs, for the tests of queueing order.
+func queues() string {
+	var b strings.Builder
+	b.WriteString(`apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
 metadata:
   name: gpu-flavor
 spec:
   nodeLabels:
     type: kwok
----
+`)
+	for _, q := range []struct {
+		name string
+		gpus int
+	}{{"cluster-queue", SimNodes * SimNodeGPUs}, {"small-cq", SmallQueueGPUs}} {
+		fmt.Fprintf(&b, `---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
 metadata:
-  name: cluster-queue
+  name: %s
 spec:
   namespaceSelector: {}
   resourceGroups:
@@ -305,26 +312,12 @@ spec:
     flavors:
     - name: gpu-flavor
       resources:
-      - {name: cpu, nominalQuota: 1280}
-      - {name: memory, nominalQuota: 20Ti}
-      - {name: nvidia.com/gpu, nominalQuota: %[1]d}
-      - {name: nvidia.com/roce_gdr, nominalQuota: 20}
-      - {name: rdma/rdma_shared_device_a, nominalQuota: 10}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata:
-  name: small-cq
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu, nvidia.com/roce_gdr, rdma/rdma_shared_device_a]
-    flavors:
-    - name: gpu-flavor
-      resources:
-      - {name: cpu, nominalQuota: 1280}
-      - {name: memory, nominalQuota: 20Ti}
-      - {name: nvidia.com/gpu, nominalQuota: %[2]d}
-      - {name: nvidia.com/roce_gdr, nominalQuota: 20}
-      - {name: rdma/rdma_shared_device_a, nominalQuota: 10}
-`
+      - {name: cpu, nominalQuota: 2048}
+      - {name: memory, nominalQuota: 32Ti}
+      - {name: nvidia.com/gpu, nominalQuota: %d}
+      - {name: nvidia.com/roce_gdr, nominalQuota: 32}
+      - {name: rdma/rdma_shared_device_a, nominalQuota: 16}
+`, q.name, q.gpus)
+	}
+	return b.String()
+}
