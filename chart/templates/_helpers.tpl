@@ -163,10 +163,12 @@ reported at once, one per line, each as "key.path: what is wrong; how to fix it"
 {{- if and $v.multiNicNetworkName (hasKey ($v.podAnnotations | default dict) "k8s.v1.cni.cncf.io/networks") -}}
 {{- $problems = append $problems "podAnnotations[\"k8s.v1.cni.cncf.io/networks\"]: is set by multiNicNetworkName; remove one of the two" -}}
 {{- end -}}
-{{- $ownLabels := include "torchwrap.ownPodLabels" . | fromJson -}}
-{{- range $key := keys ($v.podLabels | default dict) | sortAlpha -}}
+{{- with $v.podLabels -}}
+{{- $ownLabels := include "torchwrap.ownPodLabels" $ | fromJson -}}
+{{- range $key := keys . | sortAlpha -}}
 {{- if hasKey $ownLabels $key -}}
 {{- $problems = append $problems (printf "podLabels[%q]: is a label customLabels or autopilotHealthChecks set already; remove it from podLabels" $key) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- range $i, $code := $v.retryableExitCodes -}}
