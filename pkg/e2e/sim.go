@@ -216,7 +216,12 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 		return err
 	}
 
-	kubeFlags := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc, "--bind-address=127.0.0.1"}
+	// How the two Kubernetes programs check their callers, and where they
+	// listen; the scheduler reads its own kubeconfig from its configuration.
+	serving := func(port int) []string {
+		return []string{"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port)}
+	}
 	env := []string{"KUBECONFIG=" + kc}
 	starts := []struct {
 		name string
@@ -224,12 +229,11 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 		path string
 		args []string
 	}{
-		{"kube-controller-manager", nil, b.ControllerManager, append(kubeFlags,
-			"--leader-elect=false", fmt.Sprintf("--secure-port=%d", kcmPort), "--use-service-account-credentials=false",
+		{"kube-controller-manager", nil, b.ControllerManager, append(serving(kcmPort), "--kubeconfig="+kc,
+			"--leader-elect=false", "--use-service-account-credentials=false",
 			"--service-account-private-key-file="+filepath.Join(c.dir, "sa.key"),
 			"--root-ca-file="+filepath.Join(c.dir, "certs", "apiserver.crt"))},
-		{"kube-scheduler", nil, b.Scheduler, append(kubeFlags[1:],
-			"--config="+filepath.Join(dir, "scheduler.yaml"), fmt.Sprintf("--secure-port=%d", schedPort))},
+		{"kube-scheduler", nil, b.Scheduler, append(serving(schedPort), "--config="+filepath.Join(dir, "scheduler.yaml"))},
 		{"kwok", nil, b.Kwok, []string{"--kubeconfig=" + kc,
 			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 			"--config=" + filepath.Join(dir, "kwok-stages.yaml"),
