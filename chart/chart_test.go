@@ -10,15 +10,15 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 
-	"github.com/torchwrap/generator/pkg/golden"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // The chart's schema is the settings schema, byte for byte: Helm's users get
 // the same contract as the generator's.
 func TestValuesSchemaIsTheSettingsSchema(t *testing.T) {
-	golden.Check(t, "values.schema.json", schema.JSON)
+	cases.Check(t, "values.schema.json", schema.JSON)
 }
 
 // Every default in values.yaml is valid by itself, and the chart refuses
@@ -38,7 +38,7 @@ func TestValuesFileDefaultsAreValid(t *testing.T) {
 // helm lint --strict chart -f examples/helloworld.settings.yaml is clean:
 // nothing of warning severity or worse.
 func TestHelmLintStrict(t *testing.T) {
-	vals, err := (&values.Options{ValueFiles: []string{"../examples/helloworld.settings.yaml"}}).MergeValues(getter.Providers{})
+	vals, err := (&values.Options{ValueFiles: []string{cases.Example(t, "helloworld")}}).MergeValues(getter.Providers{})
 	require.NoError(t, err)
 	linter := lint.AllWithKubeVersion(".", vals, "default", nil)
 	for _, m := range linter.Messages {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/cli"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // batchInputs copies every golden case and example into one folder, each
@@ -18,14 +19,11 @@ func batchInputs(t *testing.T) (dir string, want map[string]string) {
 	t.Helper()
 	dir = t.TempDir()
 	want = map[string]string{}
-	for _, d := range caseDirs(t, "golden") {
-		name := filepath.Base(d)
-		copyFile(t, filepath.Join(d, "settings.yaml"), filepath.Join(dir, name+".yaml"))
-		want[name] = readFile(t, filepath.Join(d, "expected.yaml"))
+	for _, c := range cases.Golden(t) {
+		copyFile(t, c.Settings(), filepath.Join(dir, c.Name+".yaml"))
+		want[c.Name] = readFile(t, filepath.Join(c.Dir, "expected.yaml"))
 	}
-	examples, err := filepath.Glob("../../examples/*.settings.yaml")
-	require.NoError(t, err)
-	for _, e := range examples {
+	for _, e := range cases.Examples(t) {
 		name := strings.TrimSuffix(filepath.Base(e), ".yaml")
 		copyFile(t, e, filepath.Join(dir, name+".yaml"))
 		want[name] = render(t, "-f", e)
@@ -60,7 +58,7 @@ func TestBatchOutputIsOneAtATimeOutput(t *testing.T) {
 func TestBatchWritesTheValidFiles(t *testing.T) {
 	in := t.TempDir()
 	copyFile(t, helloworld, filepath.Join(in, "good.yaml"))
-	copyFile(t, "../../testdata/invalid/jobname-pattern/settings.yaml", filepath.Join(in, "bad.yaml"))
+	copyFile(t, cases.Path(t, "testdata", "invalid", "jobname-pattern", "settings.yaml"), filepath.Join(in, "bad.yaml"))
 	out := t.TempDir()
 	stdout, errOut, code := generator(t, nil, "render", "--out-dir", out, filepath.Join(in, "good.yaml"), filepath.Join(in, "bad.yaml"))
 	require.Equal(t, cli.ExitInvalid, code)

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/cli"
-	"github.com/torchwrap/generator/pkg/golden"
 	"github.com/torchwrap/generator/schema"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 const helloworld = "../../examples/helloworld.settings.yaml"
@@ -222,7 +222,7 @@ func chartVersion(t *testing.T) string {
 
 // The generator-version annotation carries the chart's version.
 func TestGeneratorVersionAnnotation(t *testing.T) {
-	objects := golden.Objects(t, []byte(render(t, "-f", helloworld)))
+	objects := cases.Objects(t, []byte(render(t, "-f", helloworld)))
 	annotations := objects[0]["metadata"].(map[string]any)["annotations"].(map[string]any)
 	require.Equal(t, chartVersion(t), annotations["torchwrap.dev/generator-version"])
 }
@@ -276,7 +276,7 @@ func TestRenderOutputJSON(t *testing.T) {
 	require.Equal(t, cli.ExitOK, code, errOut)
 	var fromJSON map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &fromJSON))
-	objects := golden.Objects(t, []byte(render(t, "-f", helloworld)))
+	objects := cases.Objects(t, []byte(render(t, "-f", helloworld)))
 	require.Len(t, objects, 1)
 	asJSON, err := json.Marshal(objects[0])
 	require.NoError(t, err)

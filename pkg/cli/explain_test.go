@@ -1,16 +1,15 @@
 package cli_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/cli"
-	"github.com/torchwrap/generator/pkg/golden"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // explain's output, as users read it: the list of keys, and a key of each
@@ -29,7 +28,7 @@ func TestExplainOutput(t *testing.T) {
 			out, errOut, code := generator(t, nil, args...)
 			require.Equal(t, cli.ExitOK, code, errOut)
 			require.Empty(t, errOut)
-			golden.Check(t, filepath.Join(testdata, "explain", name+".txt"), []byte(out))
+			cases.Check(t, cases.Path(t, "testdata", "explain", name+".txt"), []byte(out))
 		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/cli"
-	"github.com/torchwrap/generator/pkg/golden"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // init writes, for each kind, a starter that renders as is, without a single
@@ -34,7 +34,7 @@ func TestInitWritesAStarterThatRenders(t *testing.T) {
 			require.Equal(t, cli.ExitOK, code, errOut)
 			require.Empty(t, errOut)
 			require.Equal(t, strings.ReplaceAll(starter, file, "settings.yaml"), stdout)
-			golden.Check(t, filepath.Join(testdata, "init", kind+".settings.yaml"), []byte(stdout))
+			cases.Check(t, cases.Path(t, "testdata", "init", kind+".settings.yaml"), []byte(stdout))
 		})
 	}
 }

@@ -12,10 +12,8 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/pkg/cli"
-	"github.com/torchwrap/generator/pkg/golden"
+	"github.com/torchwrap/generator/testdata/cases"
 )
-
-const testdata = "../../testdata"
 
 // generator runs the command line in-process.
 func generator(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
@@ -25,30 +23,17 @@ func generator(t *testing.T, stdin io.Reader, args ...string) (stdout, stderr st
 	return out.String(), errOut.String(), code
 }
 
-// caseDirs lists the case folders under testdata/<kind>.
-func caseDirs(t *testing.T, kind string) []string {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(testdata, kind, "*", "settings.yaml"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	dirs := make([]string, len(files))
-	for i, f := range files {
-		dirs[i] = filepath.Dir(f)
-	}
-	return dirs
-}
-
 // Each golden case renders to its expected.yaml, byte for byte, with the
 // warnings of its warnings.txt (none when there is no such file).
 func TestGolden(t *testing.T) {
-	for _, dir := range caseDirs(t, "golden") {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			t.Chdir(dir) // messages name the file as given: settings.yaml
+	for _, c := range cases.Golden(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Chdir(c.Dir) // messages name the file as given: settings.yaml
 			out, errOut, code := generator(t, nil, "render", "-f", "settings.yaml")
 			require.Equal(t, cli.ExitOK, code, errOut)
-			golden.Check(t, "expected.yaml", []byte(out))
+			cases.Check(t, "expected.yaml", []byte(out))
 			if _, err := os.Stat("warnings.txt"); err == nil || errOut != "" {
-				golden.Check(t, "warnings.txt", []byte(errOut))
+				cases.Check(t, "warnings.txt", []byte(errOut))
 			}
 		})
 	}
@@ -57,23 +42,20 @@ func TestGolden(t *testing.T) {
 // Each invalid case is refused with exit code 1, nothing on standard output,
 // and exactly the messages of its expected.txt.
 func TestInvalid(t *testing.T) {
-	for _, dir := range caseDirs(t, "invalid") {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			t.Chdir(dir) // messages name the file as given: settings.yaml
+	for _, c := range cases.Invalid(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Chdir(c.Dir) // messages name the file as given: settings.yaml
 			out, errOut, code := generator(t, nil, "render", "-f", "settings.yaml")
 			require.Equal(t, cli.ExitInvalid, code, errOut)
 			require.Empty(t, out)
-			golden.Check(t, "expected.txt", []byte(errOut))
+			cases.Check(t, "expected.txt", []byte(errOut))
 		})
 	}
 }
 
-// Every example renders, and validate agrees with render about it.
+// Every example and starter renders, and validate agrees with render about it.
 func TestExamples(t *testing.T) {
-	files, err := filepath.Glob("../../examples/*.settings.yaml")
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), 4)
-	for _, file := range files {
+	for _, file := range append(cases.Examples(t), cases.Starters(t)...) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			out, errOut, code := generator(t, nil, "render", "-f", file)
 			require.Equal(t, cli.ExitOK, code, errOut)

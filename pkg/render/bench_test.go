@@ -6,16 +6,13 @@ import (
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // BenchmarkRender renders each example from loaded settings: defaults,
 // validation, and the chart through Helm's engine.
 func BenchmarkRender(b *testing.B) {
-	files, err := filepath.Glob("../../examples/*.settings.yaml")
-	if err != nil || len(files) == 0 {
-		b.Fatal("no examples", err)
-	}
-	for _, file := range files {
+	for _, file := range cases.Examples(b) {
 		in, err := settings.Load(settings.Options{Files: []string{file}})
 		if err != nil {
 			b.Fatal(err)
@@ -34,9 +31,10 @@ func BenchmarkRender(b *testing.B) {
 // BenchmarkEndToEnd goes from a settings file to the manifest, as one render
 // of a batch does (the chart and the schema are loaded once per process).
 func BenchmarkEndToEnd(b *testing.B) {
+	helloworld := cases.Example(b, "helloworld")
 	b.ReportAllocs()
 	for b.Loop() {
-		in, err := settings.Load(settings.Options{Files: []string{"../../examples/helloworld.settings.yaml"}})
+		in, err := settings.Load(settings.Options{Files: []string{helloworld}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -60,10 +58,7 @@ func BenchmarkLoadChart(b *testing.B) {
 // 100 separate renders: the chart's templates are parsed once instead of 100
 // times.
 func BenchmarkRenderAll(b *testing.B) {
-	files, err := filepath.Glob("../../examples/*.settings.yaml")
-	if err != nil || len(files) == 0 {
-		b.Fatal("no examples", err)
-	}
+	files := cases.Examples(b)
 	var ins []*settings.Input
 	for i := range 100 {
 		in, err := settings.Load(settings.Options{Files: []string{files[i%len(files)]}})

@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -10,16 +9,17 @@ import (
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // Same settings, same bytes: whatever GOMAXPROCS is, however many renders run
 // at once, and whichever way Go happens to iterate maps on each run.
 func TestOutputIsDeterministic(t *testing.T) {
-	files, err := filepath.Glob("../../testdata/golden/*/settings.yaml")
-	require.NoError(t, err)
+	var files []string
 	want := map[string][]byte{}
-	for _, f := range files {
-		want[f] = renderBytes(t, f)
+	for _, c := range cases.Golden(t) {
+		files = append(files, c.Settings())
+		want[c.Settings()] = renderBytes(t, c.Settings())
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range []int{1, 2, 8} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -14,18 +13,18 @@ import (
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // Any settings file gives a valid YAML manifest or problems for the user:
 // never a chart that fails to render, never a panic.
 func FuzzRender(f *testing.F) {
-	for _, pattern := range []string{"../../testdata/golden/*/settings.yaml", "../../testdata/invalid/*/settings.yaml", "../../examples/*.yaml"} {
-		files, _ := filepath.Glob(pattern)
-		for _, file := range files {
-			if data, err := os.ReadFile(file); err == nil {
-				f.Add(data)
-			}
+	for _, file := range cases.AllSettings(f) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, err := settings.Load(settings.Options{Files: []string{"-"}, Stdin: bytes.NewReader(data)})

@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,9 +9,9 @@ import (
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/getter"
 
-	"github.com/torchwrap/generator/pkg/golden"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // helmTemplate renders the chart directory as `helm template chart -f file`
@@ -27,7 +26,7 @@ func helmTemplate(t *testing.T, file string) []byte {
 
 func helmRender(t *testing.T, file string) ([]byte, error) {
 	t.Helper()
-	chrt, err := loader.Load("../../chart")
+	chrt, err := loader.Load(cases.Path(t, "chart"))
 	require.NoError(t, err)
 	vals, err := (&values.Options{ValueFiles: []string{file}}).MergeValues(getter.Providers{})
 	if err != nil {
@@ -52,10 +51,11 @@ func helmRender(t *testing.T, file string) ([]byte, error) {
 // (starters of generator init included).
 func parityFiles(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("../../testdata/golden/*/settings.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	return append(files, golden.Examples(t)...)
+	var files []string
+	for _, c := range cases.Golden(t) {
+		files = append(files, c.Settings())
+	}
+	return append(append(files, cases.Examples(t)...), cases.Starters(t)...)
 }
 
 // generatorObjects are the objects the generator renders from a settings file.
@@ -65,43 +65,25 @@ func generatorObjects(t *testing.T, file string) []map[string]any {
 	require.NoError(t, err)
 	ours, err := render.Render(in)
 	require.NoError(t, err)
-	return golden.Objects(t, ours.Manifest)
+	return cases.Objects(t, ours.Manifest)
 }
 
 func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
 	for _, file := range parityFiles(t) {
 		t.Run(file, func(t *testing.T) {
-			require.Equal(t, golden.Objects(t, helmTemplate(t, file)), generatorObjects(t, file))
+			require.Equal(t, cases.Objects(t, helmTemplate(t, file)), generatorObjects(t, file))
 		})
 	}
 }
 
-// invalidFiles are the settings files of testdata/invalid; each one's folder
-// names its case.
-func invalidFiles(t *testing.T) []string {
-	t.Helper()
-	files, err := filepath.Glob("../../testdata/invalid/*/settings.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	return files
-}
-
-// unseenByHelm are the invalid cases that no Helm chart can see, since Helm's
-// reading of a values file hides what is wrong with them, with the reason.
-var unseenByHelm = map[string]string{
-	"duplicate-key": "Helm keeps the last of duplicate keys",
-	"two-documents": "Helm 3 reads only the first document; Helm 4 merges them all, the last value winning",
-}
-
 // Every invalid case that Helm can see is refused by helm template as well:
 // by the same schema (chart/values.schema.json) or by the chart's own checks.
-// Two cannot be seen by any Helm chart (unseenByHelm).
+// Two cannot be seen by any Helm chart (cases.UnseenByHelm).
 func TestHelmRefusesTheInvalidCases(t *testing.T) {
-	for _, file := range invalidFiles(t) {
-		name := filepath.Base(filepath.Dir(file))
-		t.Run(name, func(t *testing.T) {
-			_, err := helmRender(t, file)
-			if reason, ok := unseenByHelm[name]; ok {
+	for _, c := range cases.Invalid(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			_, err := helmRender(t, c.Settings())
+			if reason, ok := cases.UnseenByHelm[c.Name]; ok {
 				require.NoError(t, err, "expected Helm not to see it: %s", reason)
 				return
 			}

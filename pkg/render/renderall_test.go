@@ -1,7 +1,6 @@
 package render_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,19 +8,14 @@ import (
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // RenderAll gives every input what Render gives it, whether the input is
 // valid, refused by the schema, or refused by the chart in the middle of the
 // batch.
 func TestRenderAllIsRenderForEach(t *testing.T) {
-	var files []string
-	for _, pattern := range []string{"../../testdata/golden/*/settings.yaml", "../../testdata/invalid/*/settings.yaml", "../../examples/*.settings.yaml"} {
-		matches, err := filepath.Glob(pattern)
-		require.NoError(t, err)
-		require.NotEmpty(t, matches, pattern)
-		files = append(files, matches...)
-	}
+	files := cases.AllSettings(t)
 	var ins []*settings.Input
 	var names []string
 	for _, file := range files {

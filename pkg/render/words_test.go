@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/torchwrap/generator/pkg/golden"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // shellWords splits a command line with a real sh, globbing off and without
@@ -81,7 +81,7 @@ func chartSplit(t *testing.T, mainProgram string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	job := golden.Objects(t, result.Manifest)[0]["spec"].(map[string]any)["components"].([]any)[0].(map[string]any)["template"].(map[string]any)
+	job := cases.Objects(t, result.Manifest)[0]["spec"].(map[string]any)["components"].([]any)[0].(map[string]any)["template"].(map[string]any)
 	replica := job["spec"].(map[string]any)["replicaSpecs"].([]any)[0].(map[string]any)
 	container := replica["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 	var words []string

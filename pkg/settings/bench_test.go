@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	"github.com/torchwrap/generator/schema"
+	"github.com/torchwrap/generator/testdata/cases"
 )
-
-const helloworld = "../../examples/helloworld.settings.yaml"
 
 // BenchmarkLoad reads, parses and merges one settings file.
 func BenchmarkLoad(b *testing.B) {
 	b.ReportAllocs()
+	helloworld := cases.Example(b, "helloworld")
 	for b.Loop() {
 		if _, err := Load(Options{Files: []string{helloworld}}); err != nil {
 			b.Fatal(err)
@@ -37,9 +37,9 @@ func BenchmarkValidate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for name, file := range map[string]string{"valid": helloworld, "invalid": "../../testdata/invalid/many-problems/settings.yaml"} {
+	for name, file := range map[string]string{"valid": cases.Example(b, "helloworld"), "invalid": cases.Path(b, "testdata", "invalid", "many-problems", "settings.yaml")} {
 		// The chart's defaults under the settings, as a render gives them.
-		in, err := Load(Options{Files: []string{"../../chart/values.yaml", file}})
+		in, err := Load(Options{Files: []string{cases.Path(b, "chart", "values.yaml"), file}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func BenchmarkValidate(b *testing.B) {
 // BenchmarkHostileInput measures how fast each hostile file is refused.
 func BenchmarkHostileInput(b *testing.B) {
 	for _, name := range []string{"alias-bomb", "deep-nesting", "binary-garbage", "invalid-utf8", "duplicate-key"} {
-		data, err := os.ReadFile("../../testdata/invalid/" + name + "/settings.yaml")
+		data, err := os.ReadFile(cases.Path(b, "testdata", "invalid", name, "settings.yaml"))
 		if err != nil {
 			b.Fatal(err)
 		}

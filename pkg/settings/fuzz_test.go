@@ -4,19 +4,19 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // seedFiles adds every settings file of the repository to a fuzz corpus.
 func seedFiles(f *testing.F) {
-	for _, pattern := range []string{"../../testdata/golden/*/settings.yaml", "../../testdata/invalid/*/settings.yaml", "../../examples/*.yaml"} {
-		files, _ := filepath.Glob(pattern)
-		for _, file := range files {
-			if data, err := os.ReadFile(file); err == nil {
-				f.Add(data)
-			}
+	for _, file := range cases.AllSettings(f) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
 		}
+		f.Add(data)
 	}
 }
 

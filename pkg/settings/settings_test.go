@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/torchwrap/generator/pkg/golden"
 	"github.com/torchwrap/generator/schema"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // definition compiles one definition of the settings schema on its own, to
@@ -111,15 +111,13 @@ defaults: &d {storage: 1Gi}
 mountNVMe:
   <<: *d
 `), 0o644))
-	files, err := filepath.Glob("../../testdata/golden/*/settings.yaml")
-	require.NoError(t, err)
-	cases := [][]string{{special}, {special, "../../testdata/golden/nvme/settings.yaml"}}
-	for _, f := range files {
-		cases = append(cases, []string{f})
+	inputs := [][]string{{special}, {special, cases.Path(t, "testdata", "golden", "nvme", "settings.yaml")}}
+	for _, c := range cases.Golden(t) {
+		inputs = append(inputs, []string{c.Settings()})
 	}
 	sets := []string{"numPods=3", "a.b[1]=x", "list={1,2}"}
 	setStrings := []string{"numGpusPerPod=8"}
-	for _, files := range cases {
+	for _, files := range inputs {
 		in, err := Load(Options{Files: files, Sets: sets, SetStrings: setStrings})
 		require.NoError(t, err, files)
 		helm, err := (&values.Options{ValueFiles: files, Values: sets, StringValues: setStrings}).MergeValues(getter.Providers{})
@@ -202,7 +200,7 @@ func TestQuantityFix(t *testing.T) {
 func TestValuesFileIsGeneratedFromTheSchema(t *testing.T) {
 	s, err := ParseSchema(schema.JSON)
 	require.NoError(t, err)
-	golden.Check(t, "../../chart/values.yaml", ValuesFile(s))
+	cases.Check(t, cases.Path(t, "chart", "values.yaml"), ValuesFile(s))
 }
 
 // The settings reference (docs/settings.md) and the chart's README are
@@ -210,8 +208,8 @@ func TestValuesFileIsGeneratedFromTheSchema(t *testing.T) {
 func TestReferenceIsGeneratedFromTheSchema(t *testing.T) {
 	s, err := ParseSchema(schema.JSON)
 	require.NoError(t, err)
-	golden.Check(t, "../../docs/settings.md", Reference(s))
-	golden.Check(t, "../../chart/README.md", ChartReadme(s))
+	cases.Check(t, cases.Path(t, "docs", "settings.md"), Reference(s))
+	cases.Check(t, cases.Path(t, "chart", "README.md"), ChartReadme(s))
 }
 
 // Every key, at every depth, is documented: a description and a type, and a

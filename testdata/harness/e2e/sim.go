@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 // The simulated GPU cluster of make e2e-cluster: around the API server of a
@@ -33,7 +35,7 @@ import (
 
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/torchwrap/generator/pkg/pinned"
+	"github.com/torchwrap/generator/testdata/harness/pinned"
 )
 
 // SimBinaries are the programs of the simulated cluster, next to those of

@@ -1,14 +1,20 @@
 package fidelity
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	sigsyaml "sigs.k8s.io/yaml"
-
-	"github.com/torchwrap/generator/schema/t9k"
 )
+
+// t9kSchema is our schema of T9k's PyTorchTrainingJob and DeepSpeedJob, which
+// T9k publishes no CRD for (JSON Schema draft-07, kept to what a CRD's
+// structural schema can say).
+//
+//go:embed t9k.schema.json
+var t9kSchema []byte
 
 // T9kGroupVersion is the API group and version of T9k's job kinds.
 const T9kGroupVersion = "batch.tensorstack.dev/v1beta1"
@@ -21,7 +27,7 @@ func T9kCRDs() ([][]byte, error) {
 		OneOf       []map[string]string       `json:"oneOf"`
 		Definitions map[string]map[string]any `json:"definitions"`
 	}
-	if err := json.Unmarshal(t9k.JSON, &doc); err != nil {
+	if err := json.Unmarshal(t9kSchema, &doc); err != nil {
 		return nil, fmt.Errorf("T9k schema: %w", err)
 	}
 	group, version, _ := strings.Cut(T9kGroupVersion, "/")

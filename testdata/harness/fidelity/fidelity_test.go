@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/torchwrap/generator/pkg/fidelity"
-	"github.com/torchwrap/generator/pkg/golden"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/testdata/cases"
+	"github.com/torchwrap/generator/testdata/harness/fidelity"
 )
 
 var checker = sync.OnceValues(fidelity.NewChecker)
@@ -37,12 +37,9 @@ func renderFile(t *testing.T, file string) []byte {
 // Every golden output passes every layer.
 func TestGoldenOutputsAreAdmitted(t *testing.T) {
 	c := newChecker(t)
-	files, err := filepath.Glob("../../testdata/golden/*/expected.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, file := range files {
-		t.Run(filepath.Base(filepath.Dir(file)), func(t *testing.T) {
-			manifest, err := os.ReadFile(file)
+	for _, g := range cases.Golden(t) {
+		t.Run(g.Name, func(t *testing.T) {
+			manifest, err := os.ReadFile(filepath.Join(g.Dir, "expected.yaml"))
 			require.NoError(t, err)
 			require.Empty(t, c.CheckManifest(manifest))
 		})
@@ -54,11 +51,11 @@ func TestGoldenOutputsAreAdmitted(t *testing.T) {
 // without the AppWrapper).
 func TestExamplesAreAdmitted(t *testing.T) {
 	c := newChecker(t)
-	for _, file := range golden.Examples(t) {
+	for _, file := range append(cases.Examples(t), cases.Starters(t)...) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			manifest := renderFile(t, file)
 			require.Empty(t, c.CheckManifest(manifest))
-			for _, aw := range golden.Objects(t, manifest) {
+			for _, aw := range cases.Objects(t, manifest) {
 				for _, job := range fidelity.Wrapped(aw) {
 					require.Empty(t, c.CheckObject(job))
 				}
@@ -70,7 +67,7 @@ func TestExamplesAreAdmitted(t *testing.T) {
 // helloworld returns the helloworld example's AppWrapper, to break on purpose.
 func helloworld(t *testing.T) map[string]any {
 	t.Helper()
-	objects := golden.Objects(t, renderFile(t, "../../examples/helloworld.settings.yaml"))
+	objects := cases.Objects(t, renderFile(t, cases.Example(t, "helloworld")))
 	require.Len(t, objects, 1)
 	return objects[0]
 }
@@ -175,12 +172,16 @@ func TestBrokenManifestsAreCaught(t *testing.T) {
 // The fidelity checks, and everything they pull in, stay out of the
 // generator binary.
 func TestTestOnlyDependenciesStayOutOfTheBinary(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "../../cmd/generator").Output()
+	list := exec.Command("go", "list", "-deps", "./cmd/generator")
+	list.Dir = cases.Path(t)
+	out, err := list.Output()
 	require.NoError(t, err)
 	deps := string(out)
 	require.Contains(t, deps, "helm.sh/helm/v3/pkg/engine", "the listing works")
 	for _, pkg := range []string{
-		"github.com/torchwrap/generator/pkg/fidelity",
+		"github.com/torchwrap/generator/testdata",
+		"github.com/rogpeppe/go-internal",
+		"golang.org/x/mod",
 		"github.com/project-codeflare/appwrapper",
 		"github.com/kubeflow/training-operator",
 		"k8s.io/apiextensions-apiserver/pkg/apiserver",
@@ -199,14 +200,14 @@ func TestTestOnlyDependenciesStayOutOfTheBinary(t *testing.T) {
 // users really write.
 func TestRealT9kJobsPassOurSchema(t *testing.T) {
 	c := newChecker(t)
-	files, err := filepath.Glob("../../../shared/reference/t9k-examples/*.yaml")
+	files, err := filepath.Glob(cases.Path(t, "testdata", "t9k-examples", "*.yaml"))
 	require.NoError(t, err)
-	require.NotEmpty(t, files, "the real T9k job files are in ../shared/reference/t9k-examples beside the repository")
+	require.NotEmpty(t, files)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)
 			require.NoError(t, err)
-			objects := golden.Objects(t, data)
+			objects := cases.Objects(t, data)
 			require.Len(t, objects, 1)
 			require.Empty(t, c.CheckObject(objects[0]))
 		})
@@ -293,7 +294,7 @@ func TestT9kPodSetsMustMatchTheJob(t *testing.T) {
 		"no podSets at all": func(comp map[string]any) { delete(comp, "podSets") },
 	} {
 		t.Run(name, func(t *testing.T) {
-			objects := golden.Objects(t, renderFile(t, "../../examples/pytorchtrainingjob-torchrun.settings.yaml"))
+			objects := cases.Objects(t, renderFile(t, cases.Example(t, "pytorchtrainingjob-torchrun")))
 			aw := objects[0]
 			require.Empty(t, c.CheckObject(aw), "the unbroken manifest passes")
 			breakIt(aw["spec"].(map[string]any)["components"].([]any)[0].(map[string]any))

@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && linux
 
 package e2e_test
 
@@ -14,17 +14,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/torchwrap/generator/pkg/e2e"
-	"github.com/torchwrap/generator/pkg/fidelity"
-	"github.com/torchwrap/generator/pkg/golden"
+	"github.com/torchwrap/generator/testdata/cases"
+	"github.com/torchwrap/generator/testdata/harness/e2e"
+	"github.com/torchwrap/generator/testdata/harness/fidelity"
 )
 
 // TestSimulatedCluster runs rendered jobs in a simulated GPU cluster (see
-// pkg/e2e/sim.go): Kueue admits them, the AppWrapper controller and the
+// testdata/harness/e2e/sim.go): Kueue admits them, the AppWrapper controller and the
 // training operator create their pods, the scheduler binds the pods to fake
 // GPU nodes, and kwok runs them to their end. make e2e-cluster runs it.
 func TestSimulatedCluster(t *testing.T) {
-	bins, err := e2e.BuildSim("../../testdata/e2e", t.Logf)
+	bins, err := e2e.BuildSim(cases.Path(t, "testdata", "e2e"), t.Logf)
 	require.NoError(t, err)
 	cluster := startCluster(t)
 	start := time.Now()
@@ -76,7 +76,7 @@ func (s *sim) render(t *testing.T, file string, args ...string) []byte {
 // float64.
 func (s *sim) submit(t *testing.T, manifest []byte) map[string]any {
 	t.Helper()
-	objects := golden.Objects(t, manifest)
+	objects := cases.Objects(t, manifest)
 	require.Len(t, objects, 1)
 	obj := jsonObject(t, objects[0])
 	labels, _ := obj["metadata"].(map[string]any)["labels"].(map[string]any)
@@ -229,7 +229,7 @@ func replicas(job map[string]any) int {
 // (no T9k controller runs here) is admitted with the podSets its AppWrapper
 // declares, and the AppWrapper creates it and goes Running.
 func (s *sim) examples(t *testing.T) {
-	for _, file := range golden.Examples(t) {
+	for _, file := range append(cases.Examples(t), cases.Starters(t)...) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			start := time.Now()
 			manifest := s.render(t, file)
@@ -288,7 +288,7 @@ func (s *sim) webhooks(t *testing.T) {
 	s.ensureQueue(t, namespace, "default-queue")
 	render := func(args ...string) map[string]any {
 		args = append([]string{"--set", "jobName=hooked", "--set", "namespace=" + namespace}, args...)
-		return jsonObject(t, golden.Objects(t, s.render(t, "../../examples/helloworld.settings.yaml", args...))[0])
+		return jsonObject(t, cases.Objects(t, s.render(t, cases.Example(t, "helloworld"), args...))[0])
 	}
 
 	job := render("--set", "wrapper=none")
@@ -307,7 +307,7 @@ func (s *sim) webhooks(t *testing.T) {
 
 	// In a queue that does not exist, so that Kueue never admits it (and
 	// resumes it) before the test looks.
-	manifest := s.render(t, "../../examples/helloworld.settings.yaml", "--set", "jobName=hooked", "--set", "namespace="+namespace,
+	manifest := s.render(t, cases.Example(t, "helloworld"), "--set", "jobName=hooked", "--set", "namespace="+namespace,
 		"--set", "queueName=no-such-queue")
 	kubectl(t, s.cluster, manifest, "create", "-f", "-")
 	suspend, _ := s.get(t, namespace, "appwrapper", "hooked")["spec"].(map[string]any)["suspend"].(bool)
@@ -332,7 +332,7 @@ func (s *sim) quota(t *testing.T) {
 	for _, name := range names {
 		args := append([]string{"--set", "jobName=" + name, "--set", "namespace=" + namespace,
 			"--set", "queueName=small-queue", "--set", fmt.Sprintf("numPods=%d", e2e.SmallQueueGPUs/8)}, runFor("3s")...)
-		s.submit(t, s.render(t, "../../examples/helloworld.settings.yaml", args...))
+		s.submit(t, s.render(t, cases.Example(t, "helloworld"), args...))
 	}
 	waited := false
 	s.waitFor(t, namespace, "both jobs Succeeded", 2*time.Minute, func() bool {
@@ -362,7 +362,7 @@ func (s *sim) faultTolerance(t *testing.T) {
 	// at the pods every 5 s until they all run, then once a minute.
 	fast := append([]string{"--set", "namespace=" + namespace, "--set", "numPods=2", "--set", "numGpusPerPod=1",
 		"--set", "failureGracePeriodDuration=1s", "--set", "retryPausePeriodDuration=1s"}, runFor("100ms")...)
-	cases := []struct {
+	scenarios := []struct {
 		name    string
 		args    []string
 		retries int
@@ -373,11 +373,11 @@ func (s *sim) faultTolerance(t *testing.T) {
 	}
 	// Before the cases run in parallel, each creating its job there.
 	s.ensureQueue(t, namespace, "default-queue")
-	for _, c := range cases {
+	for _, c := range scenarios {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			args := append(append([]string{"--set", "jobName=" + c.name}, fast...), c.args...)
-			manifest := s.render(t, "../../examples/helloworld.settings.yaml", args...)
+			manifest := s.render(t, cases.Example(t, "helloworld"), args...)
 			s.submit(t, manifest)
 			aw := s.waitPhase(t, namespace, c.name, "Failed", 4*time.Minute)
 			retries, _ := aw["status"].(map[string]any)["resettingCount"].(float64)
@@ -398,7 +398,7 @@ func (s *sim) priority(t *testing.T) {
 			job := func(name, runs string, args ...string) {
 				args = append([]string{"--set", "jobName=" + name, "--set", "namespace=" + namespace,
 					"--set", "queueName=small-queue", "--set", fmt.Sprintf("numPods=%d", e2e.SmallQueueGPUs/8)}, args...)
-				s.submit(t, s.render(t, "../../examples/helloworld.settings.yaml", append(args, runFor(runs)...)...))
+				s.submit(t, s.render(t, cases.Example(t, "helloworld"), append(args, runFor(runs)...)...))
 			}
 			// Long enough for the other two to be queued behind it.
 			job("blocker", "6s")

@@ -1,4 +1,4 @@
-package main
+package release_test
 
 import (
 	"archive/tar"
@@ -30,6 +30,8 @@ import (
 	"golang.org/x/mod/sumdb/dirhash"
 	modzip "golang.org/x/mod/zip"
 	"sigs.k8s.io/yaml"
+
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 const modulePath = "github.com/torchwrap/generator"
@@ -54,13 +56,9 @@ const modulePath = "github.com/torchwrap/generator"
 // compiled dependencies in the build cache valid from run to run, although
 // the module cache is in a new folder each time.
 func TestGoInstallFromModuleProxy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the generator with go install: skipped with -short")
-	}
 	goCmd, err := exec.LookPath("go")
 	require.NoError(t, err, "the go command")
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
+	root := cases.Path(t)
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("needs git: the module zip is made from the repository at HEAD")
 	}

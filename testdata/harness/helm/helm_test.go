@@ -1,4 +1,4 @@
-package render_test
+package helm_test
 
 // The chart as Helm's users run it: the helm command of Helm 4, built from the
 // module in testdata/helm4, and helm package with Helm 3 and Helm 4.
@@ -23,14 +23,36 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	chartfiles "github.com/torchwrap/generator/chart"
-	"github.com/torchwrap/generator/pkg/golden"
-	"github.com/torchwrap/generator/pkg/pinned"
+	"github.com/torchwrap/generator/pkg/render"
+	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/testdata/cases"
+	"github.com/torchwrap/generator/testdata/harness/pinned"
 )
 
-const (
-	chartDir    = "../../chart"
-	helm4Module = "../../testdata/helm4"
-)
+// chartDir is the chart folder; helm4Module pins Helm 4's helm command.
+func chartDir(t *testing.T) string    { return cases.Path(t, "chart") }
+func helm4Module(t *testing.T) string { return cases.Path(t, "testdata", "helm4") }
+
+// parityFiles are the settings files that must render the same with helm
+// template as with the generator: every golden case, example and starter.
+func parityFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, c := range cases.Golden(t) {
+		files = append(files, c.Settings())
+	}
+	return append(append(files, cases.Examples(t)...), cases.Starters(t)...)
+}
+
+// generatorObjects are the objects the generator renders from a settings file.
+func generatorObjects(t *testing.T, file string) []map[string]any {
+	t.Helper()
+	in, err := settings.Load(settings.Options{Files: []string{file}})
+	require.NoError(t, err)
+	ours, err := render.Render(in)
+	require.NoError(t, err)
+	return cases.Objects(t, ours.Manifest)
+}
 
 // helmCLI is a helm command, run as a process with an empty Helm home of its
 // own and no kubeconfig.
@@ -77,13 +99,14 @@ type once struct {
 
 var helm3Once, helm4Once once
 
-// helm3 is the helm command of go.mod's tool directive, the one make lint
-// runs: go tool -n builds it, or finds it in Go's build cache, and names it.
+// helm3 is the helm command of the harness module's tool directive, the one
+// make lint runs: go tool -n builds it, or finds it in Go's build cache, and
+// names it.
 func helm3(t *testing.T) helmCLI {
 	t.Helper()
 	helm3Once.Do(func() {
 		cmd := exec.Command("go", "tool", "-n", "helm")
-		cmd.Dir = "../.."
+		cmd.Dir = ".."
 		out, err := cmd.Output()
 		if exitErr := (*exec.ExitError)(nil); errors.As(err, &exitErr) {
 			err = errors.New(string(exitErr.Stderr))
@@ -99,18 +122,18 @@ func helm3(t *testing.T) helmCLI {
 // it (a cold build takes minutes), or found there.
 func helm4(t *testing.T) helmCLI {
 	t.Helper()
-	helm4Once.Do(func() { helm4Once.path, helm4Once.err = buildHelm4(t.Logf) })
-	require.NoError(t, helm4Once.err, "building Helm 4 from %s", helm4Module)
+	helm4Once.Do(func() { helm4Once.path, helm4Once.err = buildHelm4(helm4Module(t), t.Logf) })
+	require.NoError(t, helm4Once.err, "building Helm 4 from %s", helm4Module(t))
 	return newHelmCLI(t, "Helm 4", helm4Once.path)
 }
 
-func buildHelm4(logf func(string, ...any)) (string, error) {
+func buildHelm4(wrapper string, logf func(string, ...any)) (string, error) {
 	const module = "helm.sh/helm/v4"
-	version, err := pinned.Version(helm4Module, module)
+	version, err := pinned.Version(wrapper, module)
 	if err != nil {
 		return "", err
 	}
-	dir, err := pinned.Build(helm4Module, filepath.Join("helm4", "helm-"+version), []pinned.Program{{
+	dir, err := pinned.Build(wrapper, filepath.Join("helm4", "helm-"+version), []pinned.Program{{
 		Name:    "helm",
 		Package: module + "/cmd/helm",
 		// What helm version prints, as in Helm's own release builds.
@@ -135,14 +158,17 @@ func buildHelm4(logf func(string, ...any)) (string, error) {
 	return "", errors.New(path + " is not built from " + module + " " + version)
 }
 
-// helm template with Helm 4 gives the same objects as the generator for every
-// golden case and example.
-func TestHelm4TemplateGivesTheSameObjects(t *testing.T) {
-	helm := helm4(t)
-	for _, file := range parityFiles(t) {
-		t.Run(file, func(t *testing.T) {
-			t.Parallel()
-			require.Equal(t, generatorObjects(t, file), golden.Objects(t, helm.template(t, chartDir, file)))
+// helm template with Helm 3 and with Helm 4 gives the same objects as the
+// generator for every golden case, example and starter.
+func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
+	for _, helm := range []helmCLI{helm3(t), helm4(t)} {
+		t.Run(helm.name, func(t *testing.T) {
+			for _, file := range parityFiles(t) {
+				t.Run(file, func(t *testing.T) {
+					t.Parallel()
+					require.Equal(t, generatorObjects(t, file), cases.Objects(t, helm.template(t, chartDir(t), file)))
+				})
+			}
 		})
 	}
 }
@@ -153,21 +179,20 @@ func TestHelm4TemplateGivesTheSameObjects(t *testing.T) {
 // branches, not always the same one), or the chart's own checks fail with the
 // same message. The cases Helm cannot see (unseenByHelm) render.
 func TestHelm4RefusesTheInvalidCases(t *testing.T) {
-	helm := helm4(t)
-	for _, file := range invalidFiles(t) {
-		name := filepath.Base(filepath.Dir(file))
-		t.Run(name, func(t *testing.T) {
+	helm3, helm4 := helm3(t), helm4(t)
+	for _, c := range cases.Invalid(t) {
+		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
-			out, errOut, err := helm.run("template", chartDir, "-f", file)
-			if reason, ok := unseenByHelm[name]; ok {
+			out, errOut, err := helm4.run("template", chartDir(t), "-f", c.Settings())
+			if reason, ok := cases.UnseenByHelm[c.Name]; ok {
 				require.NoError(t, err, "expected Helm 4 not to see it (%s): %s", reason, errOut)
-				require.NotEmpty(t, golden.Objects(t, []byte(out)))
+				require.NotEmpty(t, cases.Objects(t, []byte(out)))
 				return
 			}
 			require.Error(t, err, "Helm 4 renders it:\n%s", out)
-			_, err3 := helmRender(t, file)
+			_, errOut3, err3 := helm3.run("template", chartDir(t), "-f", c.Settings())
 			require.Error(t, err3, "Helm 3 renders it")
-			require.Equal(t, refusal(err3.Error()), refusal(errOut), "Helm 3: %v\nHelm 4: %s", err3, errOut)
+			require.Equal(t, refusal(errOut3), refusal(errOut), "Helm 3: %s\nHelm 4: %s", errOut3, errOut)
 		})
 	}
 }
@@ -200,19 +225,19 @@ func refusal(message string) string {
 // Helm 4 reads every document of a values file, merging them; Helm 3 reads the
 // first. The two-documents case renders, with a different job name.
 func TestHelm4MergesTheDocumentsOfAValuesFile(t *testing.T) {
-	file := "../../testdata/invalid/two-documents/settings.yaml"
+	file := cases.Path(t, "testdata", "invalid", "two-documents", "settings.yaml")
 	name := func(objects []map[string]any) any {
 		require.Len(t, objects, 1)
 		return objects[0]["metadata"].(map[string]any)["name"]
 	}
-	require.Equal(t, "my-job", name(golden.Objects(t, helmTemplate(t, file))), "Helm 3")
-	require.Equal(t, "other", name(golden.Objects(t, helm4(t).template(t, chartDir, file))), "Helm 4")
+	require.Equal(t, "my-job", name(cases.Objects(t, helm3(t).template(t, chartDir(t), file))), "Helm 3")
+	require.Equal(t, "other", name(cases.Objects(t, helm4(t).template(t, chartDir(t), file))), "Helm 4")
 }
 
 // helm lint --strict with Helm 4 finds nothing of warning severity or worse,
 // as make lint checks with Helm 3.
 func TestHelm4LintStrict(t *testing.T) {
-	out, errOut, err := helm4(t).run("lint", "--strict", chartDir, "-f", "../../examples/helloworld.settings.yaml")
+	out, errOut, err := helm4(t).run("lint", "--strict", chartDir(t), "-f", cases.Example(t, "helloworld"))
 	require.NoError(t, err, "%s%s", out, errOut)
 	require.NotRegexp(t, `\[(WARNING|ERROR)\]`, out+errOut)
 	require.Contains(t, out, "1 chart(s) linted, 0 chart(s) failed")
@@ -227,7 +252,7 @@ func TestHelmPackageRendersTheSameObjects(t *testing.T) {
 		t.Run(helm.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			out, errOut, err := helm.run("package", chartDir, "-d", dir)
+			out, errOut, err := helm.run("package", chartDir(t), "-d", dir)
 			require.NoError(t, err, "%s%s", out, errOut)
 			archives, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
 			require.NoError(t, err)
@@ -236,7 +261,7 @@ func TestHelmPackageRendersTheSameObjects(t *testing.T) {
 			for _, file := range parityFiles(t) {
 				t.Run(file, func(t *testing.T) {
 					t.Parallel()
-					require.Equal(t, generatorObjects(t, file), golden.Objects(t, helm.template(t, archives[0], file)))
+					require.Equal(t, generatorObjects(t, file), cases.Objects(t, helm.template(t, archives[0], file)))
 				})
 			}
 		})
@@ -254,7 +279,7 @@ func checkPackage(t *testing.T, archive string) {
 		require.NotEqual(t, ".go", filepath.Ext(name), "%s holds a Go file", archive)
 		rel, ok := strings.CutPrefix(name, "torchwrap/")
 		require.True(t, ok, "%s holds %s, outside torchwrap/", archive, name)
-		want, err := os.ReadFile(filepath.Join(chartDir, rel))
+		want, err := os.ReadFile(filepath.Join(chartDir(t), rel))
 		require.NoError(t, err, "%s holds %s, not in the chart folder", archive, name)
 		if rel == "Chart.yaml" {
 			var got, wantYAML map[string]any

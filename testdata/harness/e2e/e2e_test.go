@@ -1,4 +1,4 @@
-//go:build e2e
+//go:build e2e && linux
 
 package e2e_test
 
@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/torchwrap/generator/pkg/e2e"
-	"github.com/torchwrap/generator/pkg/fidelity"
-	"github.com/torchwrap/generator/pkg/golden"
+	"github.com/torchwrap/generator/testdata/cases"
+	"github.com/torchwrap/generator/testdata/harness/e2e"
+	"github.com/torchwrap/generator/testdata/harness/fidelity"
 )
 
 // TestExamplesOnARealAPIServer renders every example with the generator
@@ -35,10 +35,10 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 	// last-applied-configuration annotation of a client-side apply.
 	require.NoError(t, cluster.CreateAll(jobCRDs(t)))
 
-	for _, example := range golden.Examples(t) {
+	for _, example := range append(cases.Examples(t), cases.Starters(t)...) {
 		t.Run(filepath.Base(example), func(t *testing.T) {
 			manifest := run(t, nil, generator, "render", "-f", example)
-			objects := golden.Objects(t, manifest)
+			objects := cases.Objects(t, manifest)
 			require.Len(t, objects, 1)
 			sent := jsonObject(t, objects[0])
 			namespace := namespaceOf(sent)
@@ -72,14 +72,11 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 
 	// Every golden output, and the job it wraps, passes a strict server-side
 	// dry-run too.
-	goldens, err := filepath.Glob("../../testdata/golden/*/expected.yaml")
-	require.NoError(t, err)
-	require.NotEmpty(t, goldens)
-	for _, file := range goldens {
-		t.Run("golden/"+filepath.Base(filepath.Dir(file)), func(t *testing.T) {
-			manifest, err := os.ReadFile(file)
+	for _, g := range cases.Golden(t) {
+		t.Run("golden/"+g.Name, func(t *testing.T) {
+			manifest, err := os.ReadFile(filepath.Join(g.Dir, "expected.yaml"))
 			require.NoError(t, err)
-			aw := golden.Objects(t, manifest)[0]
+			aw := cases.Objects(t, manifest)[0]
 			namespace := namespaceOf(aw)
 			ensureNamespace(t, cluster, namespace)
 			kubectl(t, cluster, manifest, "apply", "--dry-run=server", "--validate=strict", "-f", "-")
@@ -94,13 +91,13 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 	// fields, in the AppWrapper and in the wrapped job applied on its own.
 	// Inside the AppWrapper's template the server does not look: that is why
 	// the wrapped job is checked on its own above.
-	manifest := run(t, nil, generator, "render", "-f", "../../examples/helloworld.settings.yaml")
-	aw := golden.Objects(t, manifest)[0]
+	manifest := run(t, nil, generator, "render", "-f", cases.Example(t, "helloworld"))
+	aw := cases.Objects(t, manifest)[0]
 	aw["spec"].(map[string]any)["suspended"] = false
-	_, err = cluster.Kubectl(mustJSON(t, aw), "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+	_, err := cluster.Kubectl(mustJSON(t, aw), "apply", "--dry-run=server", "--validate=strict", "-f", "-")
 	require.ErrorContains(t, err, `unknown field "spec.suspended"`)
 
-	aw = golden.Objects(t, manifest)[0]
+	aw = cases.Objects(t, manifest)[0]
 	job := fidelity.Wrapped(aw)[0]
 	master := job["spec"].(map[string]any)["pytorchReplicaSpecs"].(map[string]any)["Master"].(map[string]any)
 	master["template"].(map[string]any)["spec"].(map[string]any)["hostname_typo"] = "x"
@@ -113,7 +110,7 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 // stopped when the test ends, pass or fail; nothing is left running.
 func startCluster(t *testing.T) *e2e.Cluster {
 	t.Helper()
-	bins, err := e2e.Build("../../testdata/e2e/kube", t.Logf)
+	bins, err := e2e.Build(cases.Path(t, "testdata", "e2e", "kube"), t.Logf)
 	require.NoError(t, err)
 	cluster, err := e2e.Start(bins, t.TempDir())
 	require.NoError(t, err)
@@ -130,7 +127,10 @@ func startCluster(t *testing.T) *e2e.Cluster {
 func buildGenerator(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "generator")
-	run(t, nil, "go", "build", "-o", bin, "../../cmd/generator")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/generator")
+	build.Dir = cases.Path(t)
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
 	return bin
 }
 
