@@ -47,7 +47,8 @@ fuzz:
 bench:
 	bash .ci/bench
 
-## golden: rewrite the expected files of the tests and the files generated from
+## golden: rewrite the expected files of the tests (the ones inside the
+## scripts of cmd/generator/testdata/script too) and the files generated from
 ## the schema (chart/values.yaml, chart/values.schema.json); review the diff
 golden:
 	$(GO) test ./... -update
