@@ -2,8 +2,10 @@
 GO      ?= go
 BIN     ?= bin/generator
 EXAMPLE ?= examples/helloworld.settings.yaml
+HARNESS  = testdata/harness
+PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
-.PHONY: build run test e2e e2e-cluster fuzz bench golden generate docs lint fmt dist
+.PHONY: build run test integration e2e e2e-cluster cross fuzz bench golden generate docs lint fmt dist
 
 ## build: the generator binary, in bin/
 build:
@@ -13,16 +15,26 @@ build:
 run:
 	$(GO) run ./cmd/generator render -f $(EXAMPLE)
 
-## test: every test (golden files, invalid inputs, Helm 3 and Helm 4 parity,
-## helm lint, CLI); the first run builds Helm 4 from testdata/helm4 (about 3
-## minutes cold on two cores), hence the longer timeout
+## test: the hermetic tier, go test ./... of this module: golden and invalid
+## cases, the command line's scripts, Helm 3 parity through Helm's own packages,
+## the generated files; no network, nothing built but the tests, nothing read
+## from outside the repository
 test:
-	$(GO) test -timeout 30m ./...
+	$(GO) test ./...
+
+## integration: the harness tier (testdata/harness, a module of its own): the
+## fidelity checks against the upstream CRDs (from their Go modules), AppWrapper's
+## podSet code and the PyTorchJob webhook; the helm commands of Helm 3 and Helm 4
+## (template, refusals, lint, package; the first run builds Helm 4 from
+## testdata/helm4, about 3 minutes cold); go install from a module proxy; what the
+## binary links
+integration:
+	cd $(HARNESS) && $(GO) test -timeout 30m ./...
 
 ## e2e: every example against a real kube-apiserver on 127.0.0.1, built from Go
 ## modules (the first run builds etcd, kube-apiserver and kubectl: minutes)
 e2e:
-	$(GO) test -tags e2e -count=1 -timeout 60m -v -run '^TestExamplesOnARealAPIServer$$' ./pkg/e2e/
+	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 60m -v -run '^TestExamplesOnARealAPIServer$$' ./e2e/
 
 ## e2e-cluster: rendered jobs queued, admitted and run to their end in a
 ## simulated GPU cluster on 127.0.0.1: kube-apiserver, etcd, controller manager
@@ -30,7 +42,12 @@ e2e:
 ## operator, all built from Go modules pinned in testdata/e2e (the first run
 ## builds them: about 20 minutes on two cores; later runs reuse them)
 e2e-cluster:
-	$(GO) test -tags e2e -count=1 -timeout 80m -v -run '^TestSimulatedCluster$$' ./pkg/e2e/
+	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 80m -v -run '^TestSimulatedCluster$$' ./e2e/
+
+## cross: the generator module builds for every release platform
+cross:
+	@for p in $(PLATFORMS); do echo "GOOS=$${p%/*} GOARCH=$${p#*/} go build ./..."; \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./... || exit 1; done
 
 ## fuzz: each fuzz target for FUZZTIME (go test -fuzz); what a target finds
 ## goes to its package's testdata/fuzz and becomes a test case
@@ -62,11 +79,13 @@ generate:
 docs:
 	$(GO) test ./pkg/settings -run 'TestReferenceIsGeneratedFromTheSchema' -update
 
-## lint: gofmt, go vet, and helm lint --strict with the helm command of go.mod
+## lint: gofmt, go vet of both modules, and helm lint --strict with the helm
+## command the harness module pins
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./... ./.ci/floor
-	$(GO) tool helm lint --strict chart -f $(EXAMPLE)
+	$(GO) vet ./... ./.ci/floor ./testdata/cases
+	cd $(HARNESS) && $(GO) vet ./... && $(GO) vet -tags e2e ./...
+	cd $(HARNESS) && $(GO) tool helm lint --strict ../../chart -f ../../$(EXAMPLE)
 
 ## dist: release archives in dist/: the generator for linux and darwin on amd64
 ## and arm64, the chart packaged by helm, and SHA256SUMS
