@@ -5,7 +5,7 @@ EXAMPLE ?= examples/helloworld.settings.yaml
 HARNESS  = testdata/harness
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
-.PHONY: build run test integration e2e e2e-cluster cross fuzz bench golden generate docs lint fmt dist
+.PHONY: build run test integration e2e e2e-cluster cross fuzz bench golden generate lint fmt dist
 
 ## build: the generator binary, in bin/
 build:
@@ -66,18 +66,15 @@ bench:
 
 ## golden: rewrite the expected files of the tests (the ones inside the
 ## scripts of cmd/generator/testdata/script too) and the files generated from
-## the schema (chart/values.yaml, chart/values.schema.json); review the diff
-golden:
+## the schema; review the diff, it is a change of behaviour
+golden: generate
 	$(GO) test ./... -update
 
-## generate: rewrite only the files generated from schema/settings.schema.json
-## (chart/values.yaml, chart/values.schema.json and the settings reference)
+## generate: rewrite the files generated from schema/settings.schema.json
+## (go generate ./schema): chart/values.schema.json, chart/values.yaml,
+## docs/settings.md and chart/README.md (from chart/README.md.gotmpl)
 generate:
-	$(GO) test ./chart ./pkg/settings -run 'TestValuesSchemaIsTheSettingsSchema|TestValuesFileIsGeneratedFromTheSchema|TestReferenceIsGeneratedFromTheSchema' -update
-
-## docs: rewrite the settings reference (docs/settings.md, chart/README.md) from the schema
-docs:
-	$(GO) test ./pkg/settings -run 'TestReferenceIsGeneratedFromTheSchema' -update
+	$(GO) generate ./schema
 
 ## lint: gofmt, go vet of both modules, and helm lint --strict with the helm
 ## command the harness module pins

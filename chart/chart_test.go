@@ -11,15 +11,9 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 
 	"github.com/torchwrap/generator/pkg/settings"
-	"github.com/torchwrap/generator/schema"
+	"github.com/torchwrap/generator/pkg/validate"
 	"github.com/torchwrap/generator/testdata/cases"
 )
-
-// The chart's schema is the settings schema, byte for byte: Helm's users get
-// the same contract as the generator's.
-func TestValuesSchemaIsTheSettingsSchema(t *testing.T) {
-	cases.Check(t, "values.schema.json", schema.JSON)
-}
 
 // Every default in values.yaml is valid by itself, and the chart refuses
 // nothing that the schema accepts for lack of a default.
@@ -28,7 +22,7 @@ func TestValuesFileDefaultsAreValid(t *testing.T) {
 	require.NoError(t, err)
 	in, err := settings.Load(settings.Options{Files: []string{"values.yaml"}})
 	require.NoError(t, err, string(data))
-	v, err := settings.DefaultValidator()
+	v, err := validate.Default()
 	require.NoError(t, err)
 	in.Values["jobName"] = "my-job"
 	in.Values["containerImage"] = "busybox"

@@ -3,7 +3,14 @@
 // left out of the chart by .helmignore.
 package chart
 
-import "embed"
+import (
+	"embed"
+	"fmt"
+	"sync"
+
+	helmchart "helm.sh/helm/v3/pkg/chart"
+	"sigs.k8s.io/yaml"
+)
 
 // Files holds the chart files a render needs. values.schema.json is left out:
 // the generator validates settings itself, against schema/settings.schema.json,
@@ -11,3 +18,17 @@ import "embed"
 //
 //go:embed Chart.yaml values.yaml all:templates
 var Files embed.FS
+
+// Metadata is the chart's Chart.yaml (its name and versions), read once, as
+// Helm's chart loader reads it, without loading the rest of the chart.
+var Metadata = sync.OnceValues(func() (*helmchart.Metadata, error) {
+	data, err := Files.ReadFile("Chart.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var m helmchart.Metadata
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("embedded chart: Chart.yaml: %w", err)
+	}
+	return &m, nil
+})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/settings"
 )
 
@@ -56,7 +57,7 @@ func Run(args []string, s Streams) (code int) {
 // settings, the warnings --strict made errors, or what else went wrong.
 // consequence says what it meant, such as "nothing was rendered".
 func writeError(s Streams, err error, consequence string) {
-	var problems settings.Problems
+	var problems diag.List
 	var strict strictError
 	switch {
 	case errors.As(err, &problems):

@@ -32,7 +32,7 @@ sshGitCloneConfig.secretName, environmentVariables[].name.`,
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			s, err := settings.ParseSchema(schema.JSON)
+			s, err := schema.Model()
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveError
 			}
@@ -43,7 +43,7 @@ sshGitCloneConfig.secretName, environmentVariables[].name.`,
 			return paths, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: run(func(_ *cobra.Command, args []string) error {
-			sch, err := settings.ParseSchema(schema.JSON)
+			sch, err := schema.Model()
 			if err != nil {
 				return err
 			}
@@ -66,7 +66,7 @@ sshGitCloneConfig.secretName, environmentVariables[].name.`,
 
 // listKeys writes the top-level keys by section, each with its type and the
 // first sentence of its description.
-func listKeys(w io.Writer, keys settings.Keys) error {
+func listKeys(w io.Writer, keys schema.Keys) error {
 	var b strings.Builder
 	b.WriteString("The keys of settings.yaml, by section. For all about one: generator explain KEY\n")
 	section := ""
@@ -86,19 +86,19 @@ func listKeys(w io.Writer, keys settings.Keys) error {
 
 // writeField writes a key as a line of a list: its name, type, whether it is
 // required, and the first sentence of its description below.
-func writeField(b *strings.Builder, name string, k settings.Key) {
+func writeField(b *strings.Builder, name string, k schema.Key) {
 	required := ""
 	if k.Required {
 		required = " (required)"
 	}
 	fmt.Fprintf(b, "  %s <%s>%s\n", name, k.Type, required)
-	for _, line := range settings.Wrap(firstSentence(k.Description), width-4) {
+	for _, line := range schema.Wrap(firstSentence(k.Description), width-4) {
 		b.WriteString("    " + line + "\n")
 	}
 }
 
 // explainKey writes all the schema says about a key.
-func explainKey(w io.Writer, keys settings.Keys, k settings.Key) error {
+func explainKey(w io.Writer, keys schema.Keys, k schema.Key) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "KEY:      %s\n", k.Path)
 	fmt.Fprintf(&b, "SECTION:  %s\n", k.Section)
@@ -122,7 +122,7 @@ func explainKey(w io.Writer, keys settings.Keys, k settings.Key) error {
 	if len(k.Rules) > 0 {
 		b.WriteString("\nRULES:\n")
 		for _, rule := range k.Rules {
-			for i, line := range settings.Wrap(rule, width-4) {
+			for i, line := range schema.Wrap(rule, width-4) {
 				prefix := "  - "
 				if i > 0 {
 					prefix = "    "
@@ -153,7 +153,7 @@ func explainKey(w io.Writer, keys settings.Keys, k settings.Key) error {
 // paragraph writes a titled, indented and wrapped paragraph.
 func paragraph(b *strings.Builder, title, text string) {
 	fmt.Fprintf(b, "\n%s:\n", title)
-	for _, line := range settings.Wrap(text, width-2) {
+	for _, line := range schema.Wrap(text, width-2) {
 		b.WriteString("  " + line + "\n")
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/cli"
-	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
 	"github.com/torchwrap/generator/testdata/cases"
 )
@@ -36,7 +35,7 @@ func TestExplainOutput(t *testing.T) {
 // Every key of the schema, at every depth, is explained, under each way of
 // writing its path, and every top-level key is in the list.
 func TestExplainCoversEveryKey(t *testing.T) {
-	s, err := settings.ParseSchema(schema.JSON)
+	s, err := schema.Model()
 	require.NoError(t, err)
 	list, _, code := generator(t, nil, "explain")
 	require.Equal(t, cli.ExitOK, code)

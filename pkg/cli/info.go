@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"helm.sh/helm/v3/pkg/chart"
 
-	"github.com/torchwrap/generator/pkg/render"
+	chartfiles "github.com/torchwrap/generator/chart"
 	"github.com/torchwrap/generator/schema"
 )
 
@@ -38,7 +38,7 @@ when known, the Go version and platform, and the embedded chart's version.`,
 		Example: `  generator version`,
 		Args:    cobra.NoArgs,
 		RunE: run(func(*cobra.Command, []string) error {
-			c, err := render.Chart()
+			c, err := chartfiles.Metadata()
 			if err != nil {
 				return err
 			}
@@ -46,7 +46,7 @@ when known, the Go version and platform, and the embedded chart's version.`,
 			if !ok {
 				return errors.New("this binary carries no build information")
 			}
-			_, err = io.WriteString(s.Out, versionText(info, c.Metadata))
+			_, err = io.WriteString(s.Out, versionText(info, c))
 			return err
 		}),
 	}

@@ -10,13 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/torchwrap/generator/pkg/render"
+	chartfiles "github.com/torchwrap/generator/chart"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
 )
 
 // kinds are the job kinds, from the schema.
-func kinds(s *settings.Schema) []string {
+func kinds(s *schema.Schema) []string {
 	var names []string
 	for _, v := range s.Properties.Get("jobKind").Resolved().Enum {
 		names = append(names, fmt.Sprint(v))
@@ -27,11 +27,11 @@ func kinds(s *settings.Schema) []string {
 // schemaURL is where the settings schema of this chart version is published:
 // the file in the repository at the release's tag.
 func schemaURL() (string, error) {
-	c, err := render.Chart()
+	m, err := chartfiles.Metadata()
 	if err != nil {
 		return "", err
 	}
-	return "https://raw.githubusercontent.com/torchwrap/generator/v" + c.Metadata.Version + "/schema/settings.schema.json", nil
+	return "https://raw.githubusercontent.com/torchwrap/generator/v" + m.Version + "/schema/settings.schema.json", nil
 }
 
 func newInit(s Streams) *cobra.Command {
@@ -52,7 +52,7 @@ Init never overwrites a file: choose another name, or remove the old file first.
   generator schema > settings.schema.json && generator init --schema settings.schema.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: run(func(_ *cobra.Command, args []string) error {
-			sch, err := settings.ParseSchema(schema.JSON)
+			sch, err := schema.Model()
 			if err != nil {
 				return err
 			}
@@ -72,7 +72,7 @@ Init never overwrites a file: choose another name, or remove the old file first.
 			if file == "-" {
 				name = "settings.yaml"
 			}
-			text, err := settings.Starter(sch, kind, schemaRef, name)
+			text, err := starter(sch, kind, schemaRef, name)
 			if err != nil {
 				return err
 			}
@@ -90,7 +90,7 @@ Init never overwrites a file: choose another name, or remove the old file first.
 	cmd.Flags().StringVar(&kind, "kind", "PyTorchJob", "job kind: PyTorchJob, PyTorchTrainingJob or DeepSpeedJob")
 	cmd.Flags().StringVar(&schemaRef, "schema", "", "URL or path of the settings schema for the modeline (default: the schema of this version, online)")
 	cmd.RegisterFlagCompletionFunc("kind", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		sch, err := settings.ParseSchema(schema.JSON)
+		sch, err := schema.Model()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

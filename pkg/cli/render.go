@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
 )
@@ -62,7 +63,7 @@ func (f *inputFlags) strictWarnings(result *render.Result, w io.Writer) error {
 }
 
 // strictError is the warnings that --strict turned into errors.
-type strictError struct{ warnings settings.Problems }
+type strictError struct{ warnings diag.List }
 
 func (e strictError) Error() string { return e.warnings.Error() }
 

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/testdata/cases"
@@ -33,7 +34,7 @@ func FuzzRender(f *testing.F) {
 		}
 		result, err := render.Render(in)
 		if err != nil {
-			var problems settings.Problems
+			var problems diag.List
 			if !errors.As(err, &problems) {
 				t.Fatalf("not a problem for the user: %v", err)
 			}
@@ -95,7 +96,7 @@ func checkFreeText(t *testing.T, kind, s string) {
 	}
 	result, err := render.Render(&settings.Input{Values: values})
 	if err != nil {
-		var problems settings.Problems
+		var problems diag.List
 		if !errors.As(err, &problems) {
 			t.Fatalf("%s: not a problem for the user: %v", kind, err)
 		}
@@ -133,7 +134,7 @@ func checkNames(t *testing.T, s string) {
 		values := map[string]any{"jobName": "fuzz", "containerImage": "busybox", key: s}
 		result, err := render.Render(&settings.Input{Values: values})
 		if err != nil {
-			var problems settings.Problems
+			var problems diag.List
 			if !errors.As(err, &problems) {
 				t.Fatalf("%s: not a problem for the user: %v", key, err)
 			}

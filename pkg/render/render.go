@@ -18,7 +18,10 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 
 	chartfiles "github.com/torchwrap/generator/chart"
+	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/pkg/validate"
+	"github.com/torchwrap/generator/pkg/warnings"
 )
 
 // Chart is the embedded chart, loaded on first use.
@@ -56,11 +59,11 @@ type Result struct {
 	// Values are the settings the chart saw: the user's over the defaults.
 	Values map[string]any
 	// Warnings are advice on valid but risky settings, placed in the input.
-	Warnings settings.Problems
+	Warnings diag.List
 }
 
 // Render applies the chart's defaults to the user's settings, validates them
-// and renders the chart. Invalid settings give settings.Problems, placed in
+// and renders the chart. Invalid settings give a diag.List, placed in
 // the user's files.
 func Render(in *settings.Input) (*Result, error) {
 	// The validator is compiled once per process, and that takes as long as a
@@ -69,12 +72,12 @@ func Render(in *settings.Input) (*Result, error) {
 	// is bounded on its own, so it never runs long on settings not validated
 	// yet.
 	type compiled struct {
-		validator *settings.Validator
+		validator *validate.Validator
 		err       error
 	}
 	compiling := make(chan compiled, 1)
 	go func() {
-		v, err := settings.DefaultValidator()
+		v, err := validate.Default()
 		compiling <- compiled{v, err}
 	}()
 	c, err := Chart()
@@ -122,11 +125,7 @@ func result(in *settings.Input, values chartutil.Values, manifest []byte) (*Resu
 	if len(manifest) == 0 {
 		return nil, errors.New("the chart rendered nothing for these settings; please report this bug")
 	}
-	warnings := in.Locate(settings.Warnings(values))
-	for i := range warnings {
-		warnings[i].Warning = true
-	}
-	return &Result{Manifest: manifest, Values: values, Warnings: warnings}, nil
+	return &Result{Manifest: manifest, Values: values, Warnings: in.Locate(warnings.Check(values))}, nil
 }
 
 // Outcome is the render of one settings input of RenderAll: a result or an
@@ -176,7 +175,7 @@ func RenderAll(ins []*settings.Input) []Outcome {
 	if err != nil {
 		return fail(err)
 	}
-	validator, err := settings.DefaultValidator()
+	validator, err := validate.Default()
 	if err != nil {
 		return fail(err)
 	}
@@ -249,18 +248,18 @@ var chartFailure = regexp.MustCompile(`(?s)^execution error at \([^)]*\): (.*)$`
 
 // chartIssues reads the problems the chart reports with fail (torchwrap.check):
 // one per line, each "key.path: message". nil when err is not such a report.
-func chartIssues(err error) []settings.Issue {
+func chartIssues(err error) []diag.Diagnostic {
 	m := chartFailure.FindStringSubmatch(err.Error())
 	if m == nil {
 		return nil
 	}
-	var issues []settings.Issue
+	var issues []diag.Diagnostic
 	for _, line := range strings.Split(strings.TrimSpace(m[1]), "\n") {
 		key, msg, ok := strings.Cut(line, ": ")
 		if !ok {
 			key, msg = "", line
 		}
-		issues = append(issues, settings.Issue{Path: settings.ParsePath(key), Message: msg})
+		issues = append(issues, diag.Diagnostic{Path: diag.ParsePath(key), Message: msg})
 	}
 	return issues
 }

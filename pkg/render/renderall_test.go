@@ -8,6 +8,7 @@ import (
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/pkg/validate"
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
@@ -57,7 +58,7 @@ func isChartRefusal(t *testing.T, in *settings.Input) bool {
 	require.NoError(t, err)
 	values, err := chartutil.CoalesceValues(c, in.Values)
 	require.NoError(t, err)
-	validator, err := settings.DefaultValidator()
+	validator, err := validate.Default()
 	require.NoError(t, err)
 	return len(validator.Validate(values)) == 0
 }

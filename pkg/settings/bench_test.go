@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/torchwrap/generator/schema"
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
@@ -17,38 +16,6 @@ func BenchmarkLoad(b *testing.B) {
 		if _, err := Load(Options{Files: []string{helloworld}}); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// BenchmarkCompileValidator compiles the settings schema: once per process.
-func BenchmarkCompileValidator(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := NewValidator(schema.JSON); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkValidate validates valid settings, and invalid ones (which also
-// pay for explaining each problem).
-func BenchmarkValidate(b *testing.B) {
-	v, err := NewValidator(schema.JSON)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for name, file := range map[string]string{"valid": cases.Example(b, "helloworld"), "invalid": cases.Path(b, "testdata", "invalid", "many-problems", "settings.yaml")} {
-		// The chart's defaults under the settings, as a render gives them.
-		in, err := Load(Options{Files: []string{cases.Path(b, "chart", "values.yaml"), file}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				v.Validate(in.Values)
-			}
-		})
 	}
 }
 

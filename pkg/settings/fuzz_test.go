@@ -1,4 +1,4 @@
-package settings
+package settings_test
 
 import (
 	"bytes"
@@ -6,6 +6,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/pkg/validate"
+	"github.com/torchwrap/generator/pkg/warnings"
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
@@ -23,14 +27,14 @@ func seedFiles(f *testing.F) {
 // Any bytes give settings or problems: never a panic, never another error.
 func FuzzLoad(f *testing.F) {
 	seedFiles(f)
-	validator, err := DefaultValidator()
+	validator, err := validate.Default()
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in, err := Load(Options{Files: []string{"-"}, Stdin: bytes.NewReader(data)})
+		in, err := settings.Load(settings.Options{Files: []string{"-"}, Stdin: bytes.NewReader(data)})
 		if err != nil {
-			var problems Problems
+			var problems diag.List
 			if !errors.As(err, &problems) || len(problems) == 0 {
 				t.Fatalf("not a problem list: %T %v", err, err)
 			}
@@ -43,7 +47,7 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 		if len(issues) == 0 {
-			in.Locate(Warnings(in.Values))
+			in.Locate(warnings.Check(in.Values))
 		}
 	})
 }

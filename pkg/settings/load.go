@@ -1,6 +1,6 @@
-// Package settings reads a user's settings files, merges them the way Helm
-// merges values files, validates the result against the settings schema and
-// places every problem at its file, line and column.
+// Package settings reads a user's settings files and --set arguments, merges
+// them the way Helm merges values files, and places every diagnostic about
+// them at the file, line and column (or the --set argument) it concerns.
 package settings
 
 import (
@@ -17,6 +17,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	"helm.sh/helm/v3/pkg/strvals"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/torchwrap/generator/pkg/diag"
 )
 
 // Options says where the settings come from. Files are merged left to right,
@@ -57,11 +59,11 @@ type source struct {
 }
 
 // Load reads and merges the settings. Unreadable files and malformed --set
-// arguments give a UsageError; files that are not valid settings YAML give
-// Problems, all of them at once.
+// arguments give a UsageError; files that are not valid settings YAML give a
+// diag.List, every problem of every file at once.
 func Load(opts Options) (*Input, error) {
 	in := &Input{Values: map[string]any{}}
-	var problems Problems
+	var problems diag.List
 	for _, file := range opts.Files {
 		name, data, err := readFile(file, opts.Stdin)
 		if err != nil {
@@ -131,14 +133,14 @@ func readFile(file string, stdin io.Reader) (name string, data []byte, err error
 
 // checkText refuses what cannot be a settings file before any YAML parser
 // sees it: too big, binary, or not UTF-8.
-func checkText(name string, data []byte) Problems {
+func checkText(name string, data []byte) diag.List {
 	if len(data) > MaxFileSize {
-		return Problems{{Source: name, Message: fmt.Sprintf("the file is larger than %d MiB, and settings files are a few KiB of YAML; is this the right file?", MaxFileSize>>20)}}
+		return diag.List{{Source: name, Message: fmt.Sprintf("the file is larger than %d MiB, and settings files are a few KiB of YAML; is this the right file?", MaxFileSize>>20)}}
 	}
-	at := func(offset int, what string) Problems {
+	at := func(offset int, what string) diag.List {
 		line := 1 + bytes.Count(data[:offset], []byte("\n"))
 		col := 1 + utf8.RuneCount(data[bytes.LastIndexByte(data[:offset], '\n')+1:offset])
-		return Problems{{Source: name, Line: line, Column: col, Message: what + "; settings files are YAML text: is this the right file?"}}
+		return diag.List{{Source: name, Line: line, Column: col, Message: what + "; settings files are YAML text: is this the right file?"}}
 	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
 		return at(i, "the file holds binary data (a NUL byte)")
@@ -148,7 +150,7 @@ func checkText(name string, data []byte) Problems {
 		if r == utf8.RuneError && size <= 1 {
 			return at(i, "the file is not UTF-8 text (an invalid byte)")
 		}
-		if !printable(r) {
+		if !Printable(r) {
 			p := at(i, "")
 			p[0].Message = fmt.Sprintf("invalid YAML: the control character U+%04X is not allowed in YAML text; remove it, or write it as the escape \\u%04X inside double quotes", r, r)
 			return p
@@ -158,9 +160,9 @@ func checkText(name string, data []byte) Problems {
 	return nil
 }
 
-// printable tells whether YAML allows r in a file: tab, line ends, and
+// Printable tells whether YAML allows r in a file: tab, line ends, and
 // everything but the C0 and C1 control characters and U+FFFE, U+FFFF.
-func printable(r rune) bool {
+func Printable(r rune) bool {
 	switch {
 	case r == '\t' || r == '\n' || r == '\r' || r == 0x85:
 		return true
@@ -174,9 +176,9 @@ func printable(r rune) bool {
 // and to place problems later, and as Helm reads values files
 // (chartutil.ReadValues), so that the values are exactly what helm template
 // would see.
-func parse(name string, data []byte) (*yaml.Node, map[string]any, Problems) {
-	at := func(line, col int, msg string) Problems {
-		return Problems{{Source: name, Line: line, Column: col, Message: msg}}
+func parse(name string, data []byte) (*yaml.Node, map[string]any, diag.List) {
+	at := func(line, col int, msg string) diag.List {
+		return diag.List{{Source: name, Line: line, Column: col, Message: msg}}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -270,8 +272,8 @@ func tooDeep(n *yaml.Node, depth int) *yaml.Node {
 
 // duplicateKeys finds every key that appears twice in one mapping: YAML
 // forbids it, and Helm would silently keep the last one.
-func duplicateKeys(name string, n *yaml.Node, path Path) Problems {
-	var problems Problems
+func duplicateKeys(name string, n *yaml.Node, path diag.Path) diag.List {
+	var problems diag.List
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
@@ -283,7 +285,7 @@ func duplicateKeys(name string, n *yaml.Node, path Path) Problems {
 			key, value := n.Content[i], n.Content[i+1]
 			keyPath := append(path[:len(path):len(path)], key.Value)
 			if prev, ok := first[key.Value]; ok {
-				problems = append(problems, Problem{
+				problems = append(problems, diag.Diagnostic{
 					Source: name, Line: key.Line, Column: key.Column, Path: keyPath,
 					Message: fmt.Sprintf("duplicate key, first set on line %d; keep only one of the two", prev.Line),
 				})

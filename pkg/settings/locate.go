@@ -5,23 +5,25 @@ import (
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/torchwrap/generator/pkg/diag"
 )
 
-// Locate places issues in the input and returns them as Problems, sorted by
-// source and position. An issue belongs to the last source that sets its path,
-// the one whose value Helm keeps; when no source sets the path itself (a
-// missing key), it belongs to where the nearest parent is set.
-func (in *Input) Locate(issues []Issue) Problems {
-	problems := make(Problems, 0, len(issues))
+// Locate places diagnostics in the input, sorted by source and position. A
+// diagnostic belongs to the last source that sets its path, the one whose
+// value Helm keeps; when no source sets the path itself (a missing key), it
+// belongs to where the nearest parent is set.
+func (in *Input) Locate(ds []diag.Diagnostic) diag.List {
+	placed := make(diag.List, 0, len(ds))
 	order := map[string]int{}
 	for i, s := range in.sources {
 		order[s.name] = i
 	}
-	for _, issue := range issues {
-		problems = append(problems, in.locate(issue))
+	for _, d := range ds {
+		placed = append(placed, in.locate(d))
 	}
-	sort.SliceStable(problems, func(i, j int) bool {
-		a, b := problems[i], problems[j]
+	sort.SliceStable(placed, func(i, j int) bool {
+		a, b := placed[i], placed[j]
 		if order[a.Source] != order[b.Source] {
 			return order[a.Source] < order[b.Source]
 		}
@@ -30,19 +32,18 @@ func (in *Input) Locate(issues []Issue) Problems {
 		}
 		return a.Column < b.Column
 	})
-	return problems
+	return placed
 }
 
-func (in *Input) locate(issue Issue) Problem {
-	p := Problem{Path: issue.Path, Message: issue.Message}
-	for depth := len(issue.Path); depth >= 1; depth-- {
-		prefix := issue.Path[:depth]
+func (in *Input) locate(d diag.Diagnostic) diag.Diagnostic {
+	for depth := len(d.Path); depth >= 1; depth-- {
+		prefix := d.Path[:depth]
 		for i := len(in.sources) - 1; i >= 0; i-- {
 			s := &in.sources[i]
 			if s.doc == nil {
 				if hasPath(s.values, prefix) {
-					p.Source = s.name
-					return p
+					d.Source = s.name
+					return d
 				}
 				continue
 			}
@@ -51,23 +52,23 @@ func (in *Input) locate(issue Issue) Problem {
 				continue
 			}
 			at := value
-			if key != nil && (issue.AtKey || depth < len(issue.Path)) {
+			if key != nil && (d.AtKey || depth < len(d.Path)) {
 				at = key
 			}
-			p.Source, p.Line, p.Column = s.name, at.Line, at.Column
-			return p
+			d.Source, d.Line, d.Column = s.name, at.Line, at.Column
+			return d
 		}
 	}
 	// Nothing sets any part of the path: a required key is missing. It belongs
 	// in the last file given.
-	p.Source = "settings"
+	d.Source = "settings"
 	for i := len(in.sources) - 1; i >= 0; i-- {
 		if in.sources[i].doc != nil {
-			p.Source, p.Line, p.Column = in.sources[i].name, 1, 1
+			d.Source, d.Line, d.Column = in.sources[i].name, 1, 1
 			break
 		}
 	}
-	return p
+	return d
 }
 
 // located is a key and value node of a parsed file.
@@ -77,7 +78,7 @@ type located struct{ key, value *yaml.Node }
 // when the file does not set the path. Paths written out in the file are
 // looked up in an index made on first use (a file may hold very many keys);
 // others, through aliases and merge keys (<<), are searched for.
-func (s *source) find(path Path) (key, value *yaml.Node) {
+func (s *source) find(path diag.Path) (key, value *yaml.Node) {
 	if s.index == nil {
 		s.index = map[string]located{}
 		indexNodes(s.index, resolve(s.doc), nil, nil)
@@ -89,7 +90,7 @@ func (s *source) find(path Path) (key, value *yaml.Node) {
 }
 
 // indexNodes records the nodes of a file by path, without following aliases.
-func indexNodes(index map[string]located, n, key *yaml.Node, path Path) {
+func indexNodes(index map[string]located, n, key *yaml.Node, path diag.Path) {
 	index[path.String()] = located{key, n}
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -105,7 +106,7 @@ func indexNodes(index map[string]located, n, key *yaml.Node, path Path) {
 
 // find returns the key and value nodes at path in a parsed file, or nil when
 // the file does not set the path. Aliases and merge keys (<<) are followed.
-func find(doc *yaml.Node, path Path) (key, value *yaml.Node) {
+func find(doc *yaml.Node, path diag.Path) (key, value *yaml.Node) {
 	value = doc
 	for _, seg := range path {
 		n := resolve(value)
@@ -169,7 +170,7 @@ func lookupKey(m *yaml.Node, name string) (key, value *yaml.Node) {
 	return nil, nil
 }
 
-func hasPath(values map[string]any, path Path) bool {
+func hasPath(values map[string]any, path diag.Path) bool {
 	var cur any = values
 	for _, seg := range path {
 		switch c := cur.(type) {

@@ -1,4 +1,7 @@
-package settings
+// Package validate checks settings, after the chart's defaults are applied,
+// against the settings schema, and explains each violation in words: what is
+// wrong and how to fix it, with a corrected value where one can be guessed.
+package validate
 
 import (
 	"bytes"
@@ -12,6 +15,8 @@ import (
 
 	"github.com/xeipuuv/gojsonschema"
 
+	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
 )
 
@@ -31,10 +36,10 @@ type Validator struct {
 
 // explainer turns schema violations into issues.
 type explainer struct {
-	model *Schema
+	model *schema.Schema
 	base  *gojsonschema.Schema
 	rules []rule
-	defs  map[*Schema]string // definition nodes by name, for suggestions
+	defs  map[*schema.Schema]string // definition nodes by name, for suggestions
 }
 
 type rule struct {
@@ -42,38 +47,40 @@ type rule struct {
 	message string
 }
 
-// DefaultValidator is the Validator of the embedded settings schema, compiled
-// on first use.
-var DefaultValidator = sync.OnceValues(func() (*Validator, error) {
-	return NewValidator(schema.JSON)
+// Default is the Validator of the embedded settings schema, compiled on first
+// use.
+var Default = sync.OnceValues(func() (*Validator, error) {
+	return compile(schema.JSON, schema.Model)
 })
 
-// NewValidator compiles a settings schema document.
-func NewValidator(schemaJSON []byte) (*Validator, error) {
+// compile compiles a settings schema document; model reads it as a model, for
+// the explanations.
+func compile(schemaJSON []byte, model func() (*schema.Schema, error)) (*Validator, error) {
 	full, err := gojsonschema.NewSchema(gojsonschema.NewBytesLoader(schemaJSON))
 	if err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
 	}
 	return &Validator{full: full, explainer: sync.OnceValues(func() (*explainer, error) {
-		return newExplainer(schemaJSON)
+		m, err := model()
+		if err != nil {
+			return nil, err
+		}
+		return newExplainer(schemaJSON, m)
 	})}, nil
 }
 
-func newExplainer(schemaJSON []byte) (*explainer, error) {
-	model, err := ParseSchema(schemaJSON)
-	if err != nil {
-		return nil, err
-	}
+func newExplainer(schemaJSON []byte, model *schema.Schema) (*explainer, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
 		return nil, err
 	}
-	x := &explainer{model: model, defs: map[*Schema]string{}}
+	x := &explainer{model: model, defs: map[*schema.Schema]string{}}
 	for name, d := range model.Definitions {
 		x.defs[d] = name
 	}
 	ruleDocs, _ := doc["allOf"].([]any)
 	delete(doc, "allOf")
+	var err error
 	if x.base, err = gojsonschema.NewSchema(gojsonschema.NewGoLoader(doc)); err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
 	}
@@ -91,22 +98,22 @@ func newExplainer(schemaJSON []byte) (*explainer, error) {
 
 // schemaError is a gojsonschema error with its path split into segments.
 type schemaError struct {
-	path Path
+	path diag.Path
 	gojsonschema.ResultError
 }
 
 // Validate returns every issue with values, the settings after the chart's
 // defaults were applied (as Helm validates them). None means valid.
-func (v *Validator) Validate(values map[string]any) []Issue {
+func (v *Validator) Validate(values map[string]any) []diag.Diagnostic {
 	// Decode the values once, as gojsonschema's loaders do, for the schema
 	// and, when they are invalid, for the explaining passes.
 	loader, err := documentLoader(values)
 	if err != nil {
-		return []Issue{{Message: "cannot validate the settings: " + err.Error()}}
+		return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
 	}
 	result, err := v.full.Validate(loader)
 	if err != nil {
-		return []Issue{{Message: "cannot validate the settings: " + err.Error()}}
+		return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
 	}
 	issues := unprintable(values, nil)
 	if result.Valid() {
@@ -114,17 +121,17 @@ func (v *Validator) Validate(values map[string]any) []Issue {
 	}
 	x, err := v.explainer()
 	if err != nil {
-		return append(issues, Issue{Message: "cannot explain the problems: " + err.Error()})
+		return append(issues, diag.Diagnostic{Message: "cannot explain the problems: " + err.Error()})
 	}
 	return append(issues, x.issues(loader)...)
 }
 
 // issues explains why the values are invalid: the base schema's errors, then
 // each broken rule's, one issue per key path.
-func (x *explainer) issues(loader gojsonschema.JSONLoader) []Issue {
+func (x *explainer) issues(loader gojsonschema.JSONLoader) []diag.Diagnostic {
 	result, err := x.base.Validate(loader)
 	if err != nil {
-		return []Issue{{Message: "cannot validate the settings: " + err.Error()}}
+		return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
 	}
 	issues := x.explain(schemaErrors(result))
 	reported := map[string]bool{}
@@ -134,7 +141,7 @@ func (x *explainer) issues(loader gojsonschema.JSONLoader) []Issue {
 	for _, r := range x.rules {
 		result, err := r.check.Validate(loader)
 		if err != nil {
-			return append(issues, Issue{Message: "cannot validate the settings: " + err.Error()})
+			return append(issues, diag.Diagnostic{Message: "cannot validate the settings: " + err.Error()})
 		}
 		for _, e := range schemaErrors(result) {
 			path := e.path
@@ -147,7 +154,7 @@ func (x *explainer) issues(loader gojsonschema.JSONLoader) []Issue {
 			}
 			if !reported[path.String()] {
 				reported[path.String()] = true
-				issues = append(issues, Issue{Path: path, Message: r.message})
+				issues = append(issues, diag.Diagnostic{Path: path, Message: r.message})
 			}
 		}
 	}
@@ -158,22 +165,22 @@ func (x *explainer) issues(loader gojsonschema.JSONLoader) []Issue {
 // (the controls U+007F to U+009F, U+FFFE, U+FFFF; the others a settings file
 // can only hold escaped), wherever it is in the settings: Helm's toYaml would
 // write nothing at all for them.
-func unprintable(value any, path Path) []Issue {
+func unprintable(value any, path diag.Path) []diag.Diagnostic {
 	switch v := value.(type) {
 	case string:
 		for _, r := range v {
-			if !printable(r) {
-				return []Issue{{Path: path, Message: fmt.Sprintf("holds the control character U+%04X, which the manifest cannot carry; remove it", r)}}
+			if !settings.Printable(r) {
+				return []diag.Diagnostic{{Path: path, Message: fmt.Sprintf("holds the control character U+%04X, which the manifest cannot carry; remove it", r)}}
 			}
 		}
 	case map[string]any:
-		var issues []Issue
+		var issues []diag.Diagnostic
 		for _, k := range slices.Sorted(maps.Keys(v)) {
 			issues = append(issues, unprintable(v[k], append(path[:len(path):len(path)], k))...)
 		}
 		return issues
 	case []any:
-		var issues []Issue
+		var issues []diag.Diagnostic
 		for i, item := range v {
 			issues = append(issues, unprintable(item, append(path[:len(path):len(path)], strconv.Itoa(i)))...)
 		}
@@ -201,7 +208,7 @@ func documentLoader(values map[string]any) (gojsonschema.JSONLoader, error) {
 func schemaErrors(result *gojsonschema.Result) []schemaError {
 	var errs []schemaError
 	for _, e := range result.Errors() {
-		var path Path
+		var path diag.Path
 		for _, seg := range strings.Split(e.Context().String("\x00"), "\x00")[1:] {
 			path = append(path, seg)
 		}
@@ -213,10 +220,10 @@ func schemaErrors(result *gojsonschema.Result) []schemaError {
 // explain turns schema errors into issues. Errors of a combinator (anyOf,
 // oneOf) are noise when a plainer error says the same at the same place; the
 // plainest error per key path is kept.
-func (x *explainer) explain(errs []schemaError) []Issue {
-	var issues []Issue
+func (x *explainer) explain(errs []schemaError) []diag.Diagnostic {
+	var issues []diag.Diagnostic
 	seen := map[string]bool{}
-	add := func(is Issue) {
+	add := func(is diag.Diagnostic) {
 		if k := is.Path.String(); !seen[k] {
 			seen[k] = true
 			issues = append(issues, is)
@@ -235,7 +242,7 @@ func (x *explainer) explain(errs []schemaError) []Issue {
 		if e.Type() == "number_one_of" && !wrongType[e.path.String()] {
 			if msg := x.model.At(e.path).ErrorText(); msg != "" {
 				oneOf[e.path.String()] = true
-				add(Issue{Path: e.path, Message: msg})
+				add(diag.Diagnostic{Path: e.path, Message: msg})
 			}
 		}
 	}
@@ -295,30 +302,30 @@ func hasOther(errs []schemaError, e schemaError) bool {
 	return false
 }
 
-func (x *explainer) requiredIssue(e schemaError) Issue {
+func (x *explainer) requiredIssue(e schemaError) diag.Diagnostic {
 	name, _ := e.Details()["property"].(string)
 	path := append(e.path[:len(e.path):len(e.path)], name)
 	node := x.model.At(path)
 	if node != nil && node.Default != nil {
 		// The chart has a default, so only an explicit null can remove it.
-		return Issue{Path: path, Message: fmt.Sprintf("an empty value removes the default (%s); set a value or delete the line", compact(node.Default))}
+		return diag.Diagnostic{Path: path, Message: fmt.Sprintf("an empty value removes the default (%s); set a value or delete the line", compact(node.Default))}
 	}
 	msg := "required but not set; add it"
 	if ex := example(name, node); ex != "" {
 		msg += ", for example " + ex
 	}
-	return Issue{Path: path, Message: msg}
+	return diag.Diagnostic{Path: path, Message: msg}
 }
 
-func (x *explainer) unknownKeyIssue(e schemaError) Issue {
+func (x *explainer) unknownKeyIssue(e schemaError) diag.Diagnostic {
 	name, _ := e.Details()["property"].(string)
 	path := append(e.path[:len(e.path):len(e.path)], name)
 	var allowed, lower []string
 	if parent := x.model.At(e.path); parent != nil {
-		allowed, lower = parent.Resolved().names, parent.Resolved().lowerNames
+		allowed, lower = parent.Resolved().Names()
 	}
 	msg := "unknown key"
-	switch guess := closest(name, allowed, lower); {
+	switch guess := schema.Closest(name, allowed, lower); {
 	case guess != "":
 		msg += fmt.Sprintf("; did you mean %s?", guess)
 	case x.elsewhere(name) != "":
@@ -328,12 +335,12 @@ func (x *explainer) unknownKeyIssue(e schemaError) Issue {
 	default:
 		msg += "; check its spelling, or remove it (generator schema lists every key)"
 	}
-	return Issue{Path: path, Message: msg, AtKey: true}
+	return diag.Diagnostic{Path: path, Message: msg, AtKey: true}
 }
 
 // keyNameIssue explains a map key that is not a valid name for what the map
 // holds, such as a label key.
-func (x *explainer) keyNameIssue(e schemaError) Issue {
+func (x *explainer) keyNameIssue(e schemaError) diag.Diagnostic {
 	name, _ := e.Details()["property"].(string)
 	path := append(e.path[:len(e.path):len(e.path)], name)
 	msg := "is not a valid key here"
@@ -342,7 +349,7 @@ func (x *explainer) keyNameIssue(e schemaError) Issue {
 			msg = text
 		}
 	}
-	return Issue{Path: path, Message: show(name) + " " + msg, AtKey: true}
+	return diag.Diagnostic{Path: path, Message: show(name) + " " + msg, AtKey: true}
 }
 
 // elsewhere finds a nested setting of that name and returns its parent's path.
@@ -355,14 +362,14 @@ func (x *explainer) elsewhere(name string) string {
 	return ""
 }
 
-func (x *explainer) valueIssue(e schemaError) Issue {
+func (x *explainer) valueIssue(e schemaError) diag.Diagnostic {
 	node := x.model.At(e.path)
 	value := e.Value()
 	name := ""
 	if len(e.path) > 0 {
 		name = e.path[len(e.path)-1]
 	}
-	is := Issue{Path: e.path}
+	is := diag.Diagnostic{Path: e.path}
 	switch e.Type() {
 	case "invalid_type", "number_any_of":
 		is.Message = typeMessage(name, node, value)
@@ -375,7 +382,7 @@ func (x *explainer) valueIssue(e schemaError) Issue {
 		}
 		is.Message = fmt.Sprintf("%s is not allowed; use one of %s", show(value), strings.Join(allowed, ", "))
 		if s, ok := value.(string); ok {
-			if guess := closest(s, allowed, lowerAll(allowed)); guess != "" {
+			if guess := schema.Closest(s, allowed, lowerAll(allowed)); guess != "" {
 				is.Message = fmt.Sprintf("%s is not allowed; did you mean %s? (the choices are %s)", show(value), guess, strings.Join(allowed, ", "))
 			}
 		}
@@ -411,7 +418,7 @@ func (x *explainer) valueIssue(e schemaError) Issue {
 // typeMessage explains a value of the wrong type, with the fix for the usual
 // causes: quotes around a number, a number where text belongs, a single value
 // where a list belongs.
-func typeMessage(name string, node *Schema, value any) string {
+func typeMessage(name string, node *schema.Schema, value any) string {
 	if node == nil {
 		return fmt.Sprintf("%s is not allowed here", show(value))
 	}
@@ -483,7 +490,7 @@ func show(value any) string {
 
 // example writes the schema's example of a setting as a line of YAML
 // ("jobName: my-job"), or returns "" when the schema has none.
-func example(name string, node *Schema) string {
+func example(name string, node *schema.Schema) string {
 	if node == nil || node.FirstExample() == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package settings
+package cli
 
 import (
 	"bytes"
@@ -6,16 +6,18 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+
+	"github.com/torchwrap/generator/schema"
 )
 
 //go:embed starter.yaml.tmpl
 var starterTemplate string
 
-// Starter writes the settings.yaml generator init gives for a job kind: the
+// starter writes the settings.yaml generator init gives for a job kind: the
 // keys a first job needs, set, and common optional ones as commented examples,
 // each with the schema's description. schemaURL goes into the modeline that
 // lets editors complete and check the keys; file is the name the comments use.
-func Starter(s *Schema, kind, schemaURL, file string) ([]byte, error) {
+func starter(s *schema.Schema, kind, schemaURL, file string) ([]byte, error) {
 	keys := s.Keys()
 	describe := func(path string) (string, error) {
 		k, ok, _ := keys.Find(path)
@@ -23,7 +25,7 @@ func Starter(s *Schema, kind, schemaURL, file string) ([]byte, error) {
 			return "", fmt.Errorf("the schema has no key %s", path)
 		}
 		var lines []string
-		for _, line := range Wrap(k.Description, 78) {
+		for _, line := range schema.Wrap(k.Description, 78) {
 			lines = append(lines, "# "+line)
 		}
 		return strings.Join(lines, "\n"), nil

@@ -1,4 +1,4 @@
-package settings
+package schema
 
 import (
 	"bytes"
@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/torchwrap/generator/pkg/diag"
 )
 
-// Schema is one node of the settings schema (schema/settings.schema.json),
-// with the keywords the generator reads besides validating: to explain a
-// problem, to write values.yaml and the settings reference.
+// Schema is one node of the settings schema (settings.schema.json), with the
+// keywords the generator reads besides validating: to explain a problem, to
+// write values.yaml and the settings reference.
 type Schema struct {
 	Ref         string            `json:"$ref"`
 	Type        TypeList          `json:"type"`
@@ -74,6 +76,10 @@ func (ps *Properties) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// Names are the names of the node's properties, in schema order, and the
+// same in lower case, for did-you-mean.
+func (s *Schema) Names() (names, lower []string) { return s.names, s.lowerNames }
+
 // Get returns the named property, or nil.
 func (ps Properties) Get(name string) *Schema {
 	for _, p := range ps {
@@ -124,8 +130,8 @@ func (s *Schema) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// ParseSchema reads a settings schema document.
-func ParseSchema(data []byte) (*Schema, error) {
+// Parse reads a settings schema document.
+func Parse(data []byte) (*Schema, error) {
 	var root Schema
 	if err := json.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
@@ -210,7 +216,7 @@ func (s *Schema) Types() []string {
 
 // At returns the schema of the value at path, or nil when the schema does not
 // describe it.
-func (s *Schema) At(path Path) *Schema {
+func (s *Schema) At(path diag.Path) *Schema {
 	cur := s
 	for _, seg := range path {
 		cur = cur.Resolved()

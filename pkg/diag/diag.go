@@ -1,4 +1,8 @@
-package settings
+// Package diag is the generator's one kind of diagnostic: something wrong
+// with the settings (an error) or risky in them (a warning), at a key path,
+// placed at the file, line and column the user wrote it. Loading, the schema's
+// validation, the chart's checks and the warnings all report diagnostics.
+package diag
 
 import (
 	"fmt"
@@ -78,52 +82,59 @@ func ParsePath(s string) Path {
 	return p
 }
 
-// Issue is one thing wrong with the settings, before it is given a place in a
-// file: the key path and a message that says what is wrong and how to fix it.
-type Issue struct {
-	Path    Path
-	Message string
-	// AtKey places the issue on the key itself rather than on its value, for
-	// keys that should not be there at all.
+// Severity says whether a diagnostic stops the render.
+type Severity int
+
+const (
+	// Error: the settings are invalid, and nothing is rendered.
+	Error Severity = iota
+	// Warning: advice on valid settings; the manifest is rendered all the
+	// same, unless the user asks for --strict.
+	Warning
+)
+
+// Diagnostic is one thing wrong with, or risky in, the settings: the key path
+// and a message that says what is wrong and how to fix it; once placed in the
+// input, the file (or --set argument), line and column it came from.
+type Diagnostic struct {
+	Severity Severity
+	Path     Path
+	Message  string
+	// AtKey places the diagnostic on the key itself rather than on its value,
+	// for keys that should not be there at all.
 	AtKey bool
+
+	Source string // file name, "<stdin>", or "--set key=value"; "" until placed
+	Line   int    // 1-based; 0 when the source has no lines (--set)
+	Column int
 }
 
-// Problem is an Issue placed in the input: a file and position, or the --set
-// argument it came from.
-type Problem struct {
-	Source  string // file name, "<stdin>", or "--set key=value"
-	Line    int    // 1-based; 0 when the source has no lines (--set)
-	Column  int
-	Path    Path
-	Message string
-	// Warning marks advice on a valid setting rather than an error.
-	Warning bool
-}
-
-func (p Problem) String() string {
+// String writes the diagnostic as the command line prints it:
+// file:line:col: [warning: ]path: message.
+func (d Diagnostic) String() string {
 	var where string
-	if p.Line > 0 {
-		where = fmt.Sprintf("%s:%d:%d", p.Source, p.Line, p.Column)
+	if d.Line > 0 {
+		where = fmt.Sprintf("%s:%d:%d", d.Source, d.Line, d.Column)
 	} else {
-		where = p.Source
+		where = d.Source
 	}
-	if p.Warning {
+	if d.Severity == Warning {
 		where += ": warning"
 	}
-	if len(p.Path) == 0 {
-		return where + ": " + p.Message
+	if len(d.Path) == 0 {
+		return where + ": " + d.Message
 	}
-	return where + ": " + p.Path.String() + ": " + p.Message
+	return where + ": " + d.Path.String() + ": " + d.Message
 }
 
-// Problems is the error returned for invalid settings: every problem found,
-// in input order.
-type Problems []Problem
+// List is the error returned for invalid settings: every diagnostic found, in
+// input order.
+type List []Diagnostic
 
-func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
-	for i, p := range ps {
-		lines[i] = p.String()
+func (l List) Error() string {
+	lines := make([]string, len(l))
+	for i, d := range l {
+		lines[i] = d.String()
 	}
 	return strings.Join(lines, "\n")
 }

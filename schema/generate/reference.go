@@ -1,14 +1,17 @@
-package settings
+package main
 
 import (
 	"bytes"
 	"fmt"
 	"strings"
+	"text/template"
+
+	"github.com/torchwrap/generator/schema"
 )
 
-// Reference writes the settings reference, docs/settings.md: every key of the
+// reference writes the settings reference, docs/settings.md: every key of the
 // schema, by section, with what generator explain tells about it.
-func Reference(s *Schema) []byte {
+func reference(s *schema.Schema) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Settings reference\n\n")
 	b.WriteString(generatedNote)
@@ -17,34 +20,29 @@ func Reference(s *Schema) []byte {
 	return b.Bytes()
 }
 
-// ChartReadme writes the chart's README.md, which helm show readme and chart
-// registries display: how to use the chart, then the settings reference.
-func ChartReadme(s *Schema) []byte {
+// chartReadme writes the chart's README.md, which helm show readme and chart
+// registries display: the text of the template (chart/README.md.gotmpl: how to
+// use the chart), with the settings reference where it says {{ .Reference }}.
+func chartReadme(s *schema.Schema, tmpl []byte) ([]byte, error) {
+	t, err := template.New("README.md.gotmpl").Option("missingkey=error").Parse(string(tmpl))
+	if err != nil {
+		return nil, err
+	}
+	var keys bytes.Buffer
+	keys.WriteString(generatedNote)
+	writeKeys(&keys, s)
 	var b bytes.Buffer
-	b.WriteString(`# torchwrap
-
-A Helm chart that renders a short settings.yaml into one Kubernetes AppWrapper
-(workload.codeflare.dev/v1beta2) wrapping a distributed PyTorch training job: a
-Kubeflow PyTorchJob, or T9k's PyTorchTrainingJob or DeepSpeedJob. Kueue queues the
-AppWrapper; the AppWrapper controller creates the job once Kueue admits it.
-
-` + "```sh\nhelm template chart -f settings.yaml | kubectl apply -f -\n```" + `
-
-The generator command line embeds this chart and renders the same objects, with
-messages that point at the line to fix: see the project's README. Settings files
-written for the MLBatch pytorchjob-generator chart (1.1.5 to 1.1.12) work unchanged.
-
-`)
-	b.WriteString(generatedNote)
-	writeKeys(&b, s)
-	return b.Bytes()
+	if err := t.Execute(&b, map[string]string{"Reference": keys.String()}); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
-const generatedNote = "This reference is generated from schema/settings.schema.json (`make docs`); edit the\nschema, not this file.\n\n"
+const generatedNote = "This reference is generated from schema/settings.schema.json (`make generate`); edit the\nschema, not this file.\n\n"
 
 // writeKeys writes a section per x-section, and in it every key with its
 // fields: top-level keys as ### headings, their fields as #### headings.
-func writeKeys(b *bytes.Buffer, s *Schema) {
+func writeKeys(b *bytes.Buffer, s *schema.Schema) {
 	keys := s.Keys()
 	var sections []string
 	bySection := map[string][]string{}
@@ -95,11 +93,6 @@ func writeKeys(b *bytes.Buffer, s *Schema) {
 	}
 }
 
-// DefaultText writes the key's default as a settings file would.
-func (k Key) DefaultText() string {
-	return strings.TrimSuffix(yamlString(valueNode(k.Default)), "\n")
-}
-
 // anchor is the id GitHub gives a Markdown heading.
 func anchor(heading string) string {
 	return strings.ReplaceAll(strings.ToLower(heading), " ", "-")
@@ -113,25 +106,4 @@ func indent(text, prefix string) string {
 		}
 	}
 	return strings.Join(lines, "")
-}
-
-// Wrap breaks text into lines of at most width columns, at spaces; a word
-// longer than width gets a line of its own.
-func Wrap(text string, width int) []string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(word) > width {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += word
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }

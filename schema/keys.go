@@ -1,4 +1,4 @@
-package settings
+package schema
 
 import (
 	"encoding/json"
@@ -85,7 +85,7 @@ func (ks Keys) Find(name string) (key Key, ok bool, suggestion string) {
 		paths = append(paths, k.Path)
 		lower = append(lower, strings.ToLower(bracketless(k.Path)))
 	}
-	return Key{}, false, closest(want, paths, lower)
+	return Key{}, false, Closest(want, paths, lower)
 }
 
 var brackets = regexp.MustCompile(`\[[0-9]*\]`)
@@ -245,4 +245,4 @@ func firstExample(nodes ...*Schema) json.RawMessage {
 
 // InContext writes value as the YAML a settings file holds for the key: under
 // its parents, in a list where the path says [].
-func (k Key) InContext(value json.RawMessage) string { return yamlAt(k.Path, value) }
+func (k Key) InContext(value json.RawMessage) string { return YAMLAt(k.Path, value) }

@@ -1,4 +1,8 @@
-package settings
+// Package warnings gives advice on settings that are valid but risky: a
+// credential in plain text, a grace period AppWrapper will cut short, a
+// scheduler that fragments GPUs. The manifest is rendered all the same, unless
+// the user asks for --strict.
+package warnings
 
 import (
 	"fmt"
@@ -6,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/torchwrap/generator/pkg/diag"
 )
 
 // gracePeriods are the AppWrapper durations its controller caps at its
@@ -19,46 +25,44 @@ var gracePeriods = []string{
 // credential: HF_TOKEN, WANDB_API_KEY, DB_PASSWORD.
 var credentialWord = regexp.MustCompile(`^(TOKEN|PASSWORD|PASSWD|SECRET|KEY|APIKEY|CREDENTIAL|CREDENTIALS)$`)
 
-// Warnings returns advice on settings that are valid but risky: the output is
-// rendered all the same, unless the user asks for --strict. values must have
-// passed validation.
-func Warnings(values map[string]any) []Issue {
-	var issues []Issue
+// Check returns the warnings about values, which must have passed validation.
+func Check(values map[string]any) []diag.Diagnostic {
+	var found []diag.Diagnostic
+	warn := func(path diag.Path, message string) {
+		found = append(found, diag.Diagnostic{Severity: diag.Warning, Path: path, Message: message})
+	}
 	env, _ := values["environmentVariables"].([]any)
 	for i, e := range env {
 		v, _ := e.(map[string]any)
 		name, _ := v["name"].(string)
 		if value, literal := v["value"]; literal && value != "" && looksLikeCredential(name) {
-			issues = append(issues, Issue{
-				Path:    Path{"environmentVariables", strconv.Itoa(i), "value"},
-				Message: fmt.Sprintf("%s looks like a credential, written here in plain text, where anyone who can read the AppWrapper can read it; put it in a Secret and use secret: {name, key} instead of value", name),
-			})
+			warn(diag.Path{"environmentVariables", strconv.Itoa(i), "value"}, fmt.Sprintf("%s looks like a credential, written here in plain text, where anyone who can read the AppWrapper can read it; put it in a Secret and use secret: {name, key} instead of value", name))
 		}
 	}
 	for _, key := range gracePeriods {
 		s, _ := values[key].(string)
 		if d, err := time.ParseDuration(s); err == nil && d > 24*time.Hour {
-			issues = append(issues, Issue{Path: Path{key}, Message: fmt.Sprintf("%s is longer than 24h, the longest grace period AppWrapper allows unless your cluster raised it: the controller will use 24h", s)})
+			warn(diag.Path{key}, fmt.Sprintf("%s is longer than 24h, the longest grace period AppWrapper allows unless your cluster raised it: the controller will use 24h", s))
 		}
 	}
 	if values["schedulerName"] == "default-scheduler" {
-		issues = append(issues, Issue{Path: Path{"schedulerName"}, Message: "default-scheduler places pods one by one and can leave GPUs fragmented across nodes; use it only when your administrator asks you to"})
+		warn(diag.Path{"schedulerName"}, "default-scheduler places pods one by one and can leave GPUs fragmented across nodes; use it only when your administrator asks you to")
 	}
 	if values["bypassCoscheduler"] == true {
-		issues = append(issues, Issue{Path: Path{"bypassCoscheduler"}, Message: "means default-scheduler, which places pods one by one and can leave GPUs fragmented across nodes; use it only when your administrator asks you to"})
+		warn(diag.Path{"bypassCoscheduler"}, "means default-scheduler, which places pods one by one and can leave GPUs fragmented across nodes; use it only when your administrator asks you to")
 	}
 	if policy, _ := values["runPolicy"].(map[string]any); policy["cleanUpPolicy"] == "All" || policy["cleanUpPolicy"] == "Unfinished" {
-		issues = append(issues, Issue{Path: Path{"runPolicy", "cleanUpPolicy"}, Message: fmt.Sprintf("%s makes T9k delete pods that the AppWrapper counts to judge the job's health, and it may take a finished job for a failed one; None keeps them", policy["cleanUpPolicy"])})
+		warn(diag.Path{"runPolicy", "cleanUpPolicy"}, fmt.Sprintf("%s makes T9k delete pods that the AppWrapper counts to judge the job's health, and it may take a finished job for a failed one; None keeps them", policy["cleanUpPolicy"]))
 	}
 	if first := firstWord(values["mainProgram"]); first != "" && !(values["jobKind"] == "DeepSpeedJob" && launch(values) == "exec") {
 		switch first {
 		case "torchrun", "deepspeed":
-			issues = append(issues, Issue{Path: Path{"mainProgram"}, Message: fmt.Sprintf("starts with %s, but the job launches mainProgram itself; give only your program and its arguments", first)})
+			warn(diag.Path{"mainProgram"}, fmt.Sprintf("starts with %s, but the job launches mainProgram itself; give only your program and its arguments", first))
 		case "python", "python3":
-			issues = append(issues, Issue{Path: Path{"mainProgram"}, Message: fmt.Sprintf("starts with %s, but mainProgram is already run with python; give only your script (or -m module) and its arguments", first)})
+			warn(diag.Path{"mainProgram"}, fmt.Sprintf("starts with %s, but mainProgram is already run with python; give only your script (or -m module) and its arguments", first))
 		}
 	}
-	return issues
+	return found
 }
 
 func looksLikeCredential(name string) bool {

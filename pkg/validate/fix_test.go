@@ -1,0 +1,25 @@
+package validate
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDurationFix(t *testing.T) {
+	for in, want := range map[string]string{"7d": "168h", "1d12h": "36h", "2w": "336h", "1.5d": "36h", "1d30m": "24h30m", "0d": "0s", "7x": ""} {
+		require.Equal(t, want, durationFix(in), in)
+	}
+}
+
+func TestQuantityFix(t *testing.T) {
+	for in, want := range map[string]string{"64GB": "64G", "64GiB": "64Gi", "800 gi": "800Gi", "512mb": "512M", "1kb": "1k", "lots": ""} {
+		require.Equal(t, want, quantityFix(in), in)
+	}
+}
+
+func TestImageFix(t *testing.T) {
+	for in, want := range map[string]string{"Busybox": "busybox", "ghcr.io/Org/Image:V1": "ghcr.io/org/image:V1", " busybox ": "busybox", "localhost:5000/My:Tag": "localhost:5000/my:Tag"} {
+		require.Equal(t, want, imageFix(in), in)
+	}
+}

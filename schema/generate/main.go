@@ -1,0 +1,58 @@
+// Command generate writes the files made from the settings schema, so that
+// they never disagree with it: go generate ./schema (make generate) runs it
+// from the schema's folder. A test fails when one of them is stale.
+//
+//	chart/values.schema.json  an exact copy, for helm template's validation
+//	chart/values.yaml         every setting with its description and default
+//	docs/settings.md          the settings reference
+//	chart/README.md           chart/README.md.gotmpl with the reference
+package main
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/torchwrap/generator/schema"
+)
+
+func main() {
+	root := flag.String("root", "..", "the repository's root folder")
+	flag.Parse()
+	files, err := generate(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "generate:", err)
+		os.Exit(1)
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := os.WriteFile(filepath.Join(*root, name), files[name], 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "generate:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// generate makes the files, by their paths from the repository's root.
+func generate(root string) (map[string][]byte, error) {
+	s, err := schema.Model()
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := os.ReadFile(filepath.Join(root, "chart", "README.md.gotmpl"))
+	if err != nil {
+		return nil, err
+	}
+	readme, err := chartReadme(s, tmpl)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{
+		filepath.Join("chart", "values.schema.json"): schema.JSON,
+		filepath.Join("chart", "values.yaml"):        valuesFile(s),
+		filepath.Join("docs", "settings.md"):         reference(s),
+		filepath.Join("chart", "README.md"):          readme,
+	}, nil
+}

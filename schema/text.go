@@ -1,0 +1,24 @@
+package schema
+
+import "strings"
+
+// Wrap breaks text into lines of at most width columns, at spaces; a word
+// longer than width gets a line of its own.
+func Wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
