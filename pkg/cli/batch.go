@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
@@ -55,18 +54,11 @@ func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) err
 	// One chunk of files per CPU; each chunk is rendered in one call of Helm's
 	// engine (render.RenderAll), which parses the chart once for all of it.
 	workers := min(runtime.GOMAXPROCS(0), len(files))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f.renderChunk(results[w*len(files)/workers:(w+1)*len(files)/workers], files[w*len(files)/workers:(w+1)*len(files)/workers], out)
-		}()
-	}
-	wg.Wait()
-	// The files were renamed into place unsynced: flush them all at once,
-	// which costs far less than one fsync each.
-	syscall.Sync()
+	parallel(workers, func(w int) {
+		from, to := w*len(files)/workers, (w+1)*len(files)/workers
+		f.renderChunk(results[from:to], files[from:to], out)
+	})
+	syncOutputs(results, out.dir)
 
 	failed := 0
 	for i := range results {
@@ -113,6 +105,67 @@ func (f *inputFlags) renderChunk(results []batchResult, files []string, out outp
 		}
 		r.err = err
 	}
+}
+
+// parallel runs work(0), ..., work(n-1), each on a goroutine of its own, and
+// waits for them all. A panic in one is raised again in the caller's
+// goroutine, where Run reports it, instead of ending the process.
+func parallel(n int, work func(i int)) {
+	var wg sync.WaitGroup
+	panics := make(chan any, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					panics <- r
+				}
+			}()
+			work(i)
+		}()
+	}
+	wg.Wait()
+	close(panics)
+	if r, ok := <-panics; ok {
+		panic(r)
+	}
+}
+
+// syncers is how many files syncOutputs flushes at once: the file system
+// takes the flushes that arrive together in one journal commit.
+const syncers = 16
+
+// syncOutputs flushes the files a batch wrote (renamed into place unsynced,
+// see writeFile) to disk, many at a time, then the folder that holds their
+// names. A file that cannot be flushed is reported as not written.
+func syncOutputs(results []batchResult, dir string) {
+	parallel(syncers, func(w int) {
+		for i := w; i < len(results); i += syncers {
+			if r := &results[i]; r.err == nil {
+				if err := syncFile(r.out); err != nil {
+					r.err = fmt.Errorf("cannot write %s: %w", r.out, err)
+				}
+			}
+		}
+	})
+	if err := syncFile(dir); err != nil {
+		for i := range results {
+			if results[i].err == nil {
+				results[i].err = fmt.Errorf("cannot write %s: %w", results[i].out, err)
+			}
+		}
+	}
+}
+
+// syncFile flushes a file, or a folder's entries, to disk.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // batchError reports how many files of a batch could not be rendered; their
