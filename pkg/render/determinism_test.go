@@ -24,24 +24,44 @@ func TestOutputIsDeterministic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range []int{1, 2, 8} {
 		runtime.GOMAXPROCS(procs)
+		// Each goroutine only records what it rendered; the test's own
+		// goroutine compares, since require may stop only that goroutine.
+		const rounds = 4
+		got := make([][]byte, rounds*len(files))
+		errs := make([]error, len(got))
 		var wg sync.WaitGroup
-		for round := 0; round < 4; round++ {
-			for _, f := range files {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					require.Equal(t, string(want[f]), string(renderBytes(t, f)), "GOMAXPROCS=%d %s", procs, f)
-				}()
-			}
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], errs[i] = render1(files[i%len(files)])
+			}()
 		}
 		wg.Wait()
+		for i := range got {
+			f := files[i%len(files)]
+			require.NoError(t, errs[i], "GOMAXPROCS=%d %s", procs, f)
+			require.Equal(t, string(want[f]), string(got[i]), "GOMAXPROCS=%d %s", procs, f)
+		}
 	}
 }
 
 func renderBytes(t *testing.T, file string) []byte {
+	t.Helper()
+	manifest, err := render1(file)
+	require.NoError(t, err, file)
+	return manifest
+}
+
+// render1 renders one settings file.
+func render1(file string) ([]byte, error) {
 	in, err := settings.Load(settings.Options{Files: []string{file}})
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	result, err := render.Render(in)
-	require.NoError(t, err)
-	return result.Manifest
+	if err != nil {
+		return nil, err
+	}
+	return result.Manifest, nil
 }

@@ -95,12 +95,19 @@ func checkFreeText(t *testing.T, kind, s string) {
 		values["mainProgram"] = "train.py " + s
 	}
 	result, err := render.Render(&settings.Input{Values: values})
+	refusable := refusable(kind, s)
 	if err != nil {
 		var problems diag.List
 		if !errors.As(err, &problems) {
 			t.Fatalf("%s: not a problem for the user: %v", kind, err)
 		}
+		if !refusable {
+			t.Fatalf("%s: text a user may write is refused: %q\n%v", kind, s, err)
+		}
 		return
+	}
+	if refusable {
+		t.Fatalf("%s: text the manifest cannot carry is rendered: %q", kind, s)
 	}
 	job := jobOf(t, result.Manifest)
 	pod := podOf(job, kind)
@@ -125,6 +132,19 @@ func checkFreeText(t *testing.T, kind, s string) {
 			t.Fatalf("the script does not hold %q as given:\n%s", s, script)
 		}
 	}
+}
+
+// refusable tells whether the settings of checkFreeText must refuse the text
+// s: it holds a character a manifest cannot carry (what a YAML file may not
+// hold), or it makes a PyTorchJob's mainProgram longer than the schema's 8192
+// characters.
+func refusable(kind, s string) bool {
+	for _, r := range s {
+		if !settings.Printable(r) {
+			return true
+		}
+	}
+	return kind == "PyTorchJob" && utf8.RuneCountInString("train.py "+s) > 8192
 }
 
 // checkNames puts s into the settings that are names: the schema refuses it,
