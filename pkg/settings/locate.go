@@ -30,6 +30,12 @@ func (in *Input) Locate(ds []diag.Diagnostic) diag.List {
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
+		if a.Line == 0 {
+			// A --set argument has no lines: its problems go by key path,
+			// as the validator finds the problems of several keys in no
+			// fixed order.
+			return a.Path.String() < b.Path.String()
+		}
 		return a.Column < b.Column
 	})
 	return placed
