@@ -19,7 +19,7 @@ func TestOutputIsDeterministic(t *testing.T) {
 	want := map[string][]byte{}
 	for _, c := range cases.Golden(t) {
 		files = append(files, c.Settings())
-		want[c.Settings()] = renderBytes(t, c.Settings())
+		want[c.Settings()] = cases.Render(t, c.Settings())
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	for _, procs := range []int{1, 2, 8} {
@@ -44,13 +44,6 @@ func TestOutputIsDeterministic(t *testing.T) {
 			require.Equal(t, string(want[f]), string(got[i]), "GOMAXPROCS=%d %s", procs, f)
 		}
 	}
-}
-
-func renderBytes(t *testing.T, file string) []byte {
-	t.Helper()
-	manifest, err := render1(file)
-	require.NoError(t, err, file)
-	return manifest
 }
 
 // render1 renders one settings file.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -20,13 +19,7 @@ import (
 // Any settings file gives a valid YAML manifest or problems for the user:
 // never a chart that fails to render, never a panic.
 func FuzzRender(f *testing.F) {
-	for _, file := range cases.AllSettings(f) {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	cases.SeedCorpus(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in, err := settings.Load(settings.Options{Files: []string{"-"}, Stdin: bytes.NewReader(data)})
 		if err != nil {

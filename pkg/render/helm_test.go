@@ -9,8 +9,6 @@ import (
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/getter"
 
-	"github.com/torchwrap/generator/pkg/render"
-	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
@@ -46,30 +44,14 @@ func helmRender(t *testing.T, file string) ([]byte, error) {
 	return []byte(rel.Manifest), nil
 }
 
-// parityFiles are the settings files that must render the same with helm
-// template as with the generator: every golden case and every example
-// (starters of generator init included).
-func parityFiles(t *testing.T) []string {
-	t.Helper()
-	var files []string
-	for _, c := range cases.Golden(t) {
-		files = append(files, c.Settings())
-	}
-	return append(append(files, cases.Examples(t)...), cases.Starters(t)...)
-}
-
 // generatorObjects are the objects the generator renders from a settings file.
 func generatorObjects(t *testing.T, file string) []map[string]any {
 	t.Helper()
-	in, err := settings.Load(settings.Options{Files: []string{file}})
-	require.NoError(t, err)
-	ours, err := render.Render(in)
-	require.NoError(t, err)
-	return cases.Objects(t, ours.Manifest)
+	return cases.Objects(t, cases.Render(t, file))
 }
 
 func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
-	for _, file := range parityFiles(t) {
+	for _, file := range cases.ValidSettings(t) {
 		t.Run(file, func(t *testing.T) {
 			require.Equal(t, cases.Objects(t, helmTemplate(t, file)), generatorObjects(t, file))
 		})

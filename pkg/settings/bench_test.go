@@ -1,10 +1,11 @@
-package settings
+package settings_test
 
 import (
 	"bytes"
 	"os"
 	"testing"
 
+	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
@@ -13,7 +14,7 @@ func BenchmarkLoad(b *testing.B) {
 	b.ReportAllocs()
 	helloworld := cases.Example(b, "helloworld")
 	for b.Loop() {
-		if _, err := Load(Options{Files: []string{helloworld}}); err != nil {
+		if _, err := settings.Load(settings.Options{Files: []string{helloworld}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -29,7 +30,7 @@ func BenchmarkHostileInput(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Load(Options{Files: []string{"-"}, Stdin: bytes.NewReader(data)}); err == nil {
+				if _, err := settings.Load(settings.Options{Files: []string{"-"}, Stdin: bytes.NewReader(data)}); err == nil {
 					b.Fatal("accepted")
 				}
 			}

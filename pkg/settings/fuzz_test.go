@@ -3,7 +3,6 @@ package settings_test
 import (
 	"bytes"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/torchwrap/generator/pkg/diag"
@@ -13,20 +12,9 @@ import (
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
-// seedFiles adds every settings file of the repository to a fuzz corpus.
-func seedFiles(f *testing.F) {
-	for _, file := range cases.AllSettings(f) {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
-}
-
 // Any bytes give settings or problems: never a panic, never another error.
 func FuzzLoad(f *testing.F) {
-	seedFiles(f)
+	cases.SeedCorpus(f)
 	validator, err := validate.Default()
 	if err != nil {
 		f.Fatal(err)

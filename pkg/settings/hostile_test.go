@@ -1,4 +1,4 @@
-package settings
+package settings_test
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/torchwrap/generator/pkg/settings"
 )
 
 // endless is a standard input that never ends, and counts what is read of it.
@@ -24,9 +26,9 @@ func (e *endless) Read(p []byte) (int, error) {
 // whatever arrives.
 func TestEndlessInputIsReadOnlyUpToTheCap(t *testing.T) {
 	in := &endless{}
-	_, err := Load(Options{Files: []string{"-"}, Stdin: in})
+	_, err := settings.Load(settings.Options{Files: []string{"-"}, Stdin: in})
 	require.EqualError(t, err, "<stdin>: the file is larger than 1 MiB, and settings files are a few KiB of YAML; is this the right file?")
-	require.Equal(t, MaxFileSize+1, in.read, "reads one byte past the cap, to know it is passed, and no more")
+	require.Equal(t, settings.MaxFileSize+1, in.read, "reads one byte past the cap, to know it is passed, and no more")
 }
 
 // A huge file is refused without being read whole.
@@ -36,7 +38,7 @@ func TestHugeFileIsRefusedUnread(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Truncate(8<<30)) // 8 GiB, sparse: no disk used
 	require.NoError(t, f.Close())
-	_, err = Load(Options{Files: []string{path}})
+	_, err = settings.Load(settings.Options{Files: []string{path}})
 	require.ErrorContains(t, err, "the file is larger than 1 MiB")
 }
 
@@ -44,8 +46,8 @@ func TestHugeFileIsRefusedUnread(t *testing.T) {
 func TestFileAtTheCapIsRead(t *testing.T) {
 	head := "jobName: my-job\ncontainerImage: busybox\n"
 	path := filepath.Join(t.TempDir(), "settings.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(head+"#"+strings.Repeat("x", MaxFileSize-len(head)-2)+"\n"), 0o644))
-	in, err := Load(Options{Files: []string{path}})
+	require.NoError(t, os.WriteFile(path, []byte(head+"#"+strings.Repeat("x", settings.MaxFileSize-len(head)-2)+"\n"), 0o644))
+	in, err := settings.Load(settings.Options{Files: []string{path}})
 	require.NoError(t, err)
 	require.Equal(t, "my-job", in.Values["jobName"])
 }

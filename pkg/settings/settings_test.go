@@ -1,4 +1,4 @@
-package settings
+package settings_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/getter"
 
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
@@ -39,7 +40,7 @@ mountNVMe:
 	sets := []string{"numPods=3", "a.b[1]=x", "list={1,2}"}
 	setStrings := []string{"numGpusPerPod=8"}
 	for _, files := range inputs {
-		in, err := Load(Options{Files: files, Sets: sets, SetStrings: setStrings})
+		in, err := settings.Load(settings.Options{Files: files, Sets: sets, SetStrings: setStrings})
 		require.NoError(t, err, files)
 		helm, err := (&values.Options{ValueFiles: files, Values: sets, StringValues: setStrings}).MergeValues(getter.Providers{})
 		require.NoError(t, err, files)
@@ -60,7 +61,7 @@ mountNVMe:
   <<: *nvme
   mountPath: /scratch
 `), 0o644))
-	in, err := Load(Options{Files: []string{path}})
+	in, err := settings.Load(settings.Options{Files: []string{path}})
 	require.NoError(t, err)
 	problems := in.Locate([]diag.Diagnostic{
 		{Path: diag.Path{"sshGitCloneConfig", "secretName"}, Message: "a"},

@@ -1,9 +1,10 @@
-package validate
+package validate_test
 
 import (
 	"testing"
 
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/pkg/validate"
 	"github.com/torchwrap/generator/schema"
 	"github.com/torchwrap/generator/testdata/cases"
 )
@@ -12,7 +13,7 @@ import (
 func BenchmarkCompileValidator(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := compile(schema.JSON, schema.Model); err != nil {
+		if _, err := validate.Compile(schema.JSON, schema.Model); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -21,7 +22,7 @@ func BenchmarkCompileValidator(b *testing.B) {
 // BenchmarkValidate validates valid settings, and invalid ones (which also
 // pay for explaining each problem).
 func BenchmarkValidate(b *testing.B) {
-	v, err := compile(schema.JSON, schema.Model)
+	v, err := validate.Compile(schema.JSON, schema.Model)
 	if err != nil {
 		b.Fatal(err)
 	}

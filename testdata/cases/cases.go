@@ -1,7 +1,8 @@
 // Package cases is the index of the project's test data, for the tests of the
 // generator module and of the harness module (testdata/harness): it finds the
-// repository, lists the golden, invalid and example cases, and compares output
-// with the expected files, rewriting them under -update (make golden).
+// repository, lists the golden, invalid and example cases, renders them, and
+// compares output with the expected files, rewriting them under -update (make
+// golden).
 //
 // It lives beside the data it lists and is imported only by tests. Every test
 // package that compares with expected files imports it, so that
@@ -21,6 +22,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/torchwrap/generator/pkg/render"
+	"github.com/torchwrap/generator/pkg/settings"
 )
 
 // Update is set by -update: tests rewrite their expected files instead of
@@ -169,14 +173,44 @@ func Objects(t testing.TB, stream []byte) []map[string]any {
 	}
 }
 
-// AllSettings lists every settings file of the repository: the golden and
-// invalid cases and the examples, for fuzz corpora and other checks that
-// take any settings.
-func AllSettings(t testing.TB) []string {
+// ValidSettings lists the settings files that render: the golden cases, the
+// examples and the starters.
+func ValidSettings(t testing.TB) []string {
 	t.Helper()
 	var files []string
-	for _, c := range append(Golden(t), Invalid(t)...) {
+	for _, c := range Golden(t) {
 		files = append(files, c.Settings())
 	}
 	return append(append(files, Examples(t)...), Starters(t)...)
+}
+
+// AllSettings lists every settings file of the repository: the valid ones and
+// the invalid cases.
+func AllSettings(t testing.TB) []string {
+	t.Helper()
+	files := ValidSettings(t)
+	for _, c := range Invalid(t) {
+		files = append(files, c.Settings())
+	}
+	return files
+}
+
+// SeedCorpus adds every settings file of the repository to a fuzz corpus.
+func SeedCorpus(f *testing.F) {
+	for _, file := range AllSettings(f) {
+		data, err := os.ReadFile(file)
+		require.NoError(f, err)
+		f.Add(data)
+	}
+}
+
+// Render renders a settings file with the generator, which must accept it,
+// and returns the manifest.
+func Render(t testing.TB, file string) []byte {
+	t.Helper()
+	in, err := settings.Load(settings.Options{Files: []string{file}})
+	require.NoError(t, err, file)
+	result, err := render.Render(in)
+	require.NoError(t, err, file)
+	return result.Manifest
 }

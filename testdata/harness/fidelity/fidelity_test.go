@@ -10,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/torchwrap/generator/pkg/render"
-	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/testdata/cases"
 	"github.com/torchwrap/generator/testdata/harness/fidelity"
 )
@@ -23,15 +21,6 @@ func newChecker(t *testing.T) *fidelity.Checker {
 	c, err := checker()
 	require.NoError(t, err)
 	return c
-}
-
-func renderFile(t *testing.T, file string) []byte {
-	t.Helper()
-	in, err := settings.Load(settings.Options{Files: []string{file}})
-	require.NoError(t, err)
-	result, err := render.Render(in)
-	require.NoError(t, err)
-	return result.Manifest
 }
 
 // Every golden output passes every layer.
@@ -53,7 +42,7 @@ func TestExamplesAreAdmitted(t *testing.T) {
 	c := newChecker(t)
 	for _, file := range append(cases.Examples(t), cases.Starters(t)...) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			manifest := renderFile(t, file)
+			manifest := cases.Render(t, file)
 			require.Empty(t, c.CheckManifest(manifest))
 			for _, aw := range cases.Objects(t, manifest) {
 				for _, job := range fidelity.Wrapped(aw) {
@@ -67,7 +56,7 @@ func TestExamplesAreAdmitted(t *testing.T) {
 // helloworld returns the helloworld example's AppWrapper, to break on purpose.
 func helloworld(t *testing.T) map[string]any {
 	t.Helper()
-	objects := cases.Objects(t, renderFile(t, cases.Example(t, "helloworld")))
+	objects := cases.Objects(t, cases.Render(t, cases.Example(t, "helloworld")))
 	require.Len(t, objects, 1)
 	return objects[0]
 }
@@ -294,7 +283,7 @@ func TestT9kPodSetsMustMatchTheJob(t *testing.T) {
 		"no podSets at all": func(comp map[string]any) { delete(comp, "podSets") },
 	} {
 		t.Run(name, func(t *testing.T) {
-			objects := cases.Objects(t, renderFile(t, cases.Example(t, "pytorchtrainingjob-torchrun")))
+			objects := cases.Objects(t, cases.Render(t, cases.Example(t, "pytorchtrainingjob-torchrun")))
 			aw := objects[0]
 			require.Empty(t, c.CheckObject(aw), "the unbroken manifest passes")
 			breakIt(aw["spec"].(map[string]any)["components"].([]any)[0].(map[string]any))

@@ -23,8 +23,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	chartfiles "github.com/torchwrap/generator/chart"
-	"github.com/torchwrap/generator/pkg/render"
-	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/testdata/cases"
 	"github.com/torchwrap/generator/testdata/harness/pinned"
 )
@@ -33,25 +31,10 @@ import (
 func chartDir(t *testing.T) string    { return cases.Path(t, "chart") }
 func helm4Module(t *testing.T) string { return cases.Path(t, "testdata", "helm4") }
 
-// parityFiles are the settings files that must render the same with helm
-// template as with the generator: every golden case, example and starter.
-func parityFiles(t *testing.T) []string {
-	t.Helper()
-	var files []string
-	for _, c := range cases.Golden(t) {
-		files = append(files, c.Settings())
-	}
-	return append(append(files, cases.Examples(t)...), cases.Starters(t)...)
-}
-
 // generatorObjects are the objects the generator renders from a settings file.
 func generatorObjects(t *testing.T, file string) []map[string]any {
 	t.Helper()
-	in, err := settings.Load(settings.Options{Files: []string{file}})
-	require.NoError(t, err)
-	ours, err := render.Render(in)
-	require.NoError(t, err)
-	return cases.Objects(t, ours.Manifest)
+	return cases.Objects(t, cases.Render(t, file))
 }
 
 // helmCLI is a helm command, run as a process with an empty Helm home of its
@@ -163,7 +146,7 @@ func buildHelm4(wrapper string, logf func(string, ...any)) (string, error) {
 func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
 	for _, helm := range []helmCLI{helm3(t), helm4(t)} {
 		t.Run(helm.name, func(t *testing.T) {
-			for _, file := range parityFiles(t) {
+			for _, file := range cases.ValidSettings(t) {
 				t.Run(file, func(t *testing.T) {
 					t.Parallel()
 					require.Equal(t, generatorObjects(t, file), cases.Objects(t, helm.template(t, chartDir(t), file)))
@@ -258,7 +241,7 @@ func TestHelmPackageRendersTheSameObjects(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, archives, 1, out)
 			checkPackage(t, archives[0])
-			for _, file := range parityFiles(t) {
+			for _, file := range cases.ValidSettings(t) {
 				t.Run(file, func(t *testing.T) {
 					t.Parallel()
 					require.Equal(t, generatorObjects(t, file), cases.Objects(t, helm.template(t, archives[0], file)))
