@@ -1,10 +1,25 @@
 {{- /*
-torchwrap.manifest: the one object this chart renders. By default an AppWrapper
-(workload.codeflare.dev/v1beta2) with one component: the job of kind
-.Values.jobKind, built by "torchwrap.component.<jobKind>" in that kind's own
-file. With wrapper: none, that job alone. Takes the settings as .Values and the
-chart's metadata as .Chart; the generator's batch mode renders it for many
-settings at once.
+The manifest: the one object this chart renders, built as data and written
+once with toYaml.
+
+Every helper builds data (dicts and lists): small ones hand it back as JSON,
+which the caller reads with fromJson; those that build a big part fill a dict
+their caller passes in (.component, .out), to spare a JSON round trip. No
+settings string is ever spliced into YAML text.
+
+Most helpers take the render context built in torchwrap.manifest:
+  .Values        the settings
+  .customLabels  the customLabels as a map
+  .storage       the volumes and their mounts, in pod order (torchwrap.storage)
+  .component     the dict that torchwrap.component.<jobKind> fills
+*/ -}}
+
+{{- /*
+torchwrap.manifest: by default an AppWrapper (workload.codeflare.dev/v1beta2)
+with one component: the job of kind .Values.jobKind, built by
+"torchwrap.component.<jobKind>" in that kind's own file. With wrapper: none,
+that job alone. Takes the settings as .Values and the chart's metadata as
+.Chart; the generator's batch mode renders it for many settings at once.
 */ -}}
 {{- define "torchwrap.manifest" -}}
 {{- $v := .Values -}}
@@ -65,4 +80,13 @@ dict .labels: the LocalQueue and the WorkloadPriorityClass.
 {{- with .Values.workloadPriorityClass -}}
 {{- $_ := set $.labels "kueue.x-k8s.io/priority-class" . -}}
 {{- end -}}
+{{- end -}}
+
+{{- /* torchwrap.customLabels: the customLabels list as a map of label keys to values. */ -}}
+{{- define "torchwrap.customLabels" -}}
+{{- $labels := dict -}}
+{{- range .customLabels -}}
+{{- $_ := set $labels .key .value -}}
+{{- end -}}
+{{- toJson $labels -}}
 {{- end -}}
