@@ -1,6 +1,6 @@
 {{- /*
 The manifest: the one object this chart renders, built as data and written
-once with toYaml.
+once with toYaml, or the problems that refuse the settings.
 
 Every helper builds data (dicts and lists): small ones hand it back as JSON,
 which the caller reads with fromJson; those that build a big part fill a dict
@@ -20,12 +20,17 @@ with one component: the job of kind .Values.jobKind, built by
 "torchwrap.component.<jobKind>" in that kind's own file. With wrapper: none,
 that job alone. Takes the settings as .Values and the chart's metadata as
 .Chart; the generator's batch mode renders it for many settings at once.
+When the checks (torchwrap.problems) find problems, it renders no object: it
+fails with them (torchwrap.refuse).
 */ -}}
 {{- define "torchwrap.manifest" -}}
 {{- $v := .Values -}}
 {{- $component := dict -}}
 {{- $ctx := dict "Values" $v "customLabels" (include "torchwrap.customLabels" $v | fromJson) "storage" (include "torchwrap.storage" $v | fromJson).entries "component" $component -}}
-{{- include "torchwrap.check" $ctx -}}
+{{- $problems := include "torchwrap.problems" $ctx | fromJsonArray -}}
+{{- if $problems -}}
+{{- include "torchwrap.refuse" (dict "problems" $problems) -}}
+{{- else -}}
 {{- include (printf "torchwrap.component.%s" $v.jobKind) $ctx -}}
 
 {{- $annotations := dict "torchwrap.dev/generator-version" .Chart.Version -}}
@@ -67,6 +72,20 @@ that job alone. Takes the settings as .Values and the chart's metadata as
 {{- fail "a setting holds a control character (U+007F to U+009F, U+FFFE or U+FFFF) that the manifest cannot carry; remove it" -}}
 {{- end -}}
 {{ $yaml }}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+torchwrap.refuse: refuses the settings for the problems .problems (a list of
+{"path", "message"}): fails with them, one a line, each "path: message" (the
+message alone when path is "").
+*/ -}}
+{{- define "torchwrap.refuse" -}}
+{{- $lines := list -}}
+{{- range .problems -}}
+{{- $lines = append $lines (ternary (printf "%s: %s" .path .message) .message (not (empty .path))) -}}
+{{- end -}}
+{{- fail (join "\n" $lines) -}}
 {{- end -}}
 
 {{- /*
