@@ -4,7 +4,7 @@ uniqueness across list items). Each rule is one define, torchwrap.check.<rule>,
 which takes the render context and returns its problems as JSON: a list of
 {"path": "key.path", "message": "what is wrong; how to fix it"}, with path ""
 for a problem of no one setting. torchwrap.problems runs them all, in order;
-torchwrap.manifest fails with them.
+torchwrap.manifest fails with them, or lists them for the generator.
 */ -}}
 
 {{- /* torchwrap.problems: the problems of every rule, in this order, as one JSON list. */ -}}

@@ -21,7 +21,9 @@ with one component: the job of kind .Values.jobKind, built by
 that job alone. Takes the settings as .Values and the chart's metadata as
 .Chart; the generator's batch mode renders it for many settings at once.
 When the checks (torchwrap.problems) find problems, it renders no object: it
-fails with them (torchwrap.refuse).
+fails with them, one "path: message" a line, as Helm users see them; or, with
+.listProblems true (the generator's own templates), it writes them as data
+(torchwrap.refuse).
 */ -}}
 {{- define "torchwrap.manifest" -}}
 {{- $v := .Values -}}
@@ -29,7 +31,7 @@ fails with them (torchwrap.refuse).
 {{- $ctx := dict "Values" $v "customLabels" (include "torchwrap.customLabels" $v | fromJson) "storage" (include "torchwrap.storage" $v | fromJson).entries "component" $component -}}
 {{- $problems := include "torchwrap.problems" $ctx | fromJsonArray -}}
 {{- if $problems -}}
-{{- include "torchwrap.refuse" (dict "problems" $problems) -}}
+{{- include "torchwrap.refuse" (dict "problems" $problems "listProblems" .listProblems) -}}
 {{- else -}}
 {{- include (printf "torchwrap.component.%s" $v.jobKind) $ctx -}}
 
@@ -67,25 +69,34 @@ fails with them (torchwrap.refuse).
 {{- end -}}
 {{- $_ := set $object "metadata" $metadata -}}
 {{- $yaml := toYaml $object -}}
-{{- if not $yaml -}}
-{{- /* toYaml writes nothing, without an error, for text YAML cannot carry. */ -}}
-{{- fail "a setting holds a control character (U+007F to U+009F, U+FFFE or U+FFFF) that the manifest cannot carry; remove it" -}}
-{{- end -}}
+{{- if $yaml -}}
 {{ $yaml }}
+{{- else -}}
+{{- /* toYaml writes nothing, without an error, for text YAML cannot carry. */ -}}
+{{- $problem := dict "path" "" "message" "a setting holds a control character (U+007F to U+009F, U+FFFE or U+FFFF) that the manifest cannot carry; remove it" -}}
+{{- include "torchwrap.refuse" (dict "problems" (list $problem) "listProblems" .listProblems) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
 {{- /*
 torchwrap.refuse: refuses the settings for the problems .problems (a list of
-{"path", "message"}): fails with them, one a line, each "path: message" (the
-message alone when path is "").
+{"path", "message"}). By default it fails with them, one a line, each
+"path: message" (the message alone when path is ""). With .listProblems true,
+it writes the problems document instead, which the generator reads: the line
+"# torchwrap/generator problems", then the problems as one line of JSON.
 */ -}}
 {{- define "torchwrap.refuse" -}}
+{{- if .listProblems -}}
+# torchwrap/generator problems
+{{ toJson .problems }}
+{{- else -}}
 {{- $lines := list -}}
 {{- range .problems -}}
 {{- $lines = append $lines (ternary (printf "%s: %s" .path .message) .message (not (empty .path))) -}}
 {{- end -}}
 {{- fail (join "\n" $lines) -}}
+{{- end -}}
 {{- end -}}
 
 {{- /*
