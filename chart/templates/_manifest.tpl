@@ -1,16 +1,38 @@
 {{- /*
-torchwrap.manifest: the one object this chart renders. By default an AppWrapper
-(workload.codeflare.dev/v1beta2) with one component: the job of kind
-.Values.jobKind, built by "torchwrap.component.<jobKind>" in that kind's own
-file. With wrapper: none, that job alone. Takes the settings as .Values and the
-chart's metadata as .Chart; the generator's batch mode renders it for many
-settings at once.
+The manifest: the one object this chart renders, built as data and written
+once with toYaml, or the problems that refuse the settings.
+
+Every helper builds data (dicts and lists): small ones hand it back as JSON,
+which the caller reads with fromJson; those that build a big part fill a dict
+their caller passes in (.component, .out), to spare a JSON round trip. No
+settings string is ever spliced into YAML text.
+
+Most helpers take the render context built in torchwrap.manifest:
+  .Values        the settings
+  .customLabels  the customLabels as a map
+  .storage       the volumes and their mounts, in pod order (torchwrap.storage)
+  .component     the dict that torchwrap.component.<jobKind> fills
+*/ -}}
+
+{{- /*
+torchwrap.manifest: by default an AppWrapper (workload.codeflare.dev/v1beta2)
+with one component: the job of kind .Values.jobKind, built by
+"torchwrap.component.<jobKind>" in that kind's own file. With wrapper: none,
+that job alone. Takes the settings as .Values and the chart's metadata as
+.Chart; the generator's batch mode renders it for many settings at once.
+When the checks (torchwrap.problems) find problems, it renders no object: it
+fails with them, one "path: message" a line, as Helm users see them; or, with
+.listProblems true (the generator's own templates), it writes them as data
+(torchwrap.refuse).
 */ -}}
 {{- define "torchwrap.manifest" -}}
 {{- $v := .Values -}}
 {{- $component := dict -}}
 {{- $ctx := dict "Values" $v "customLabels" (include "torchwrap.customLabels" $v | fromJson) "storage" (include "torchwrap.storage" $v | fromJson).entries "component" $component -}}
-{{- include "torchwrap.check" $ctx -}}
+{{- $problems := include "torchwrap.problems" $ctx | fromJsonArray -}}
+{{- if $problems -}}
+{{- include "torchwrap.refuse" (dict "problems" $problems "listProblems" .listProblems) -}}
+{{- else -}}
 {{- include (printf "torchwrap.component.%s" $v.jobKind) $ctx -}}
 
 {{- $annotations := dict "torchwrap.dev/generator-version" .Chart.Version -}}
@@ -47,11 +69,34 @@ settings at once.
 {{- end -}}
 {{- $_ := set $object "metadata" $metadata -}}
 {{- $yaml := toYaml $object -}}
-{{- if not $yaml -}}
-{{- /* toYaml writes nothing, without an error, for text YAML cannot carry. */ -}}
-{{- fail "a setting holds a control character (U+007F to U+009F, U+FFFE or U+FFFF) that the manifest cannot carry; remove it" -}}
-{{- end -}}
+{{- if $yaml -}}
 {{ $yaml }}
+{{- else -}}
+{{- /* toYaml writes nothing, without an error, for text YAML cannot carry. */ -}}
+{{- $problem := dict "path" "" "message" "a setting holds a control character (U+007F to U+009F, U+FFFE or U+FFFF) that the manifest cannot carry; remove it" -}}
+{{- include "torchwrap.refuse" (dict "problems" (list $problem) "listProblems" .listProblems) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+torchwrap.refuse: refuses the settings for the problems .problems (a list of
+{"path", "message"}). By default it fails with them, one a line, each
+"path: message" (the message alone when path is ""). With .listProblems true,
+it writes the problems document instead, which the generator reads: the line
+"# torchwrap/generator problems", then the problems as one line of JSON.
+*/ -}}
+{{- define "torchwrap.refuse" -}}
+{{- if .listProblems -}}
+# torchwrap/generator problems
+{{ toJson .problems }}
+{{- else -}}
+{{- $lines := list -}}
+{{- range .problems -}}
+{{- $lines = append $lines (ternary (printf "%s: %s" .path .message) .message (not (empty .path))) -}}
+{{- end -}}
+{{- fail (join "\n" $lines) -}}
+{{- end -}}
 {{- end -}}
 
 {{- /*
@@ -65,4 +110,13 @@ dict .labels: the LocalQueue and the WorkloadPriorityClass.
 {{- with .Values.workloadPriorityClass -}}
 {{- $_ := set $.labels "kueue.x-k8s.io/priority-class" . -}}
 {{- end -}}
+{{- end -}}
+
+{{- /* torchwrap.customLabels: the customLabels list as a map of label keys to values. */ -}}
+{{- define "torchwrap.customLabels" -}}
+{{- $labels := dict -}}
+{{- range .customLabels -}}
+{{- $_ := set $labels .key .value -}}
+{{- end -}}
+{{- toJson $labels -}}
 {{- end -}}

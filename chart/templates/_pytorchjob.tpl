@@ -44,38 +44,26 @@ GPU (or torchrun.nprocPerNode) and meets the other pods:
 - elastic: c10d at the endpoint the operator sets from elasticPolicy
   (PET_RDZV_ENDPOINT), between PET_NNODES=min:max pods; torchrun reads the
   restart count from PET_MAX_RESTARTS.
+The rest of the script is torchwrap.launchScript's.
 */ -}}
 {{- define "torchwrap.pytorchjob.script" -}}
-echo "Pod ${RANK} of ${WORLD_SIZE}; master at ${MASTER_ADDR}:${MASTER_PORT}"
-{{- include "torchwrap.setupScript" . }}
-{{- if .mainProgram }}
-{{- $torchrun := .torchrun | default dict }}
-{{- $static := and (not .elastic) (ne (toString $torchrun.rdzvBackend) "c10d") }}
-{{- $options := list }}
-{{- $endpoint := `"${MASTER_ADDR}:${MASTER_PORT}"` }}
-{{- if .elastic }}
-{{- $options = list "--nnodes=${PET_NNODES}" "--rdzv_backend=c10d" }}
-{{- $endpoint = `"${PET_RDZV_ENDPOINT}"` }}
-{{- else if $static }}
-{{- $options = list "--nnodes=${WORLD_SIZE}" "--node_rank=${RANK}" }}
-{{- else }}
-{{- $options = list "--nnodes=${WORLD_SIZE}" "--rdzv_backend=c10d" }}
-{{- end }}
-{{- if or $torchrun.nprocPerNode (gt (int .numGpusPerPod) 0) }}
-{{- $options = append $options (printf "--nproc_per_node=%s" (include "torchwrap.processesPerPod" .)) }}
-{{- end }}
-{{- $options = append $options (printf "--rdzv_id=%s" (ternary "101" .jobName $static)) }}
-{{- if and (hasKey $torchrun "maxRestarts") (not .elastic) }}
-{{- $options = append $options (printf "--max_restarts=%d" (int $torchrun.maxRestarts)) }}
-{{- end }}
-{{- range $torchrun.extraOptions }}
-{{- $options = append $options (include "torchwrap.shellQuote" .) }}
-{{- end }}
-{{- if .elastic }}
-echo "Starting elastic torchrun on ${PET_NNODES} (min:max) pods"
-{{- else }}
-echo "Starting torchrun on ${WORLD_SIZE} pods"
-{{- end }}
-torchrun {{ join " " $options }} --rdzv_endpoint={{ $endpoint }} {{ .mainProgram }}
-{{- end }}
-{{ end -}}
+{{- $torchrun := .torchrun | default dict -}}
+{{- $static := and (not .elastic) (ne (toString $torchrun.rdzvBackend) "c10d") -}}
+{{- $options := list -}}
+{{- $endpoint := `"${MASTER_ADDR}:${MASTER_PORT}"` -}}
+{{- $announce := "Starting torchrun on ${WORLD_SIZE} pods" -}}
+{{- if .elastic -}}
+{{- $options = list "--nnodes=${PET_NNODES}" "--rdzv_backend=c10d" -}}
+{{- $endpoint = `"${PET_RDZV_ENDPOINT}"` -}}
+{{- $announce = "Starting elastic torchrun on ${PET_NNODES} (min:max) pods" -}}
+{{- else if $static -}}
+{{- $options = list "--nnodes=${WORLD_SIZE}" "--node_rank=${RANK}" -}}
+{{- else -}}
+{{- $options = list "--nnodes=${WORLD_SIZE}" "--rdzv_backend=c10d" -}}
+{{- end -}}
+{{- if or $torchrun.nprocPerNode (gt (int .numGpusPerPod) 0) -}}
+{{- $options = append $options (printf "--nproc_per_node=%s" (include "torchwrap.processesPerPod" .)) -}}
+{{- end -}}
+{{- $options = append $options (printf "--rdzv_id=%s" (ternary "101" .jobName $static)) -}}
+{{- include "torchwrap.launchScript" (dict "Values" . "options" $options "maxRestarts" (not .elastic) "endpoint" $endpoint "announce" $announce) -}}
+{{- end -}}

@@ -69,23 +69,10 @@ MASTER_ADDR and MASTER_PORT (the master replica's address); torchrun meets
 there with a c10d rendezvous, which assigns each pod its rank.
 */ -}}
 {{- define "torchwrap.pytorchtrainingjob.script" -}}
-echo "Pod ${RANK} of ${WORLD_SIZE}; master at ${MASTER_ADDR}:${MASTER_PORT}"
-{{- include "torchwrap.setupScript" . }}
-{{- if .mainProgram }}
-{{- $torchrun := .torchrun | default dict }}
-{{- $options := list (printf "--nnodes=%d" (int .numPods)) (printf "--nproc_per_node=%s" (include "torchwrap.processesPerPod" .)) "--rdzv_backend=c10d" }}
-{{- if hasKey $torchrun "maxRestarts" }}
-{{- $options = append $options (printf "--max_restarts=%d" (int $torchrun.maxRestarts)) }}
-{{- end }}
-{{- range $torchrun.extraOptions }}
-{{- $options = append $options (include "torchwrap.shellQuote" .) }}
-{{- end }}
-echo "Starting torchrun on {{ int .numPods }} pods"
-torchrun {{ join " " $options }} --rdzv_endpoint="${MASTER_ADDR}:${MASTER_PORT}" {{ .mainProgram }}
-{{- end }}
-{{ end -}}
-
-{{- /* torchwrap.shellQuote: a word quoted for sh, as it is. */ -}}
-{{- define "torchwrap.shellQuote" -}}
-'{{ replace "'" "'\\''" . }}'
+{{- include "torchwrap.launchScript" (dict
+    "Values" .
+    "options" (list (printf "--nnodes=%d" (int .numPods)) (printf "--nproc_per_node=%s" (include "torchwrap.processesPerPod" .)) "--rdzv_backend=c10d")
+    "maxRestarts" true
+    "endpoint" `"${MASTER_ADDR}:${MASTER_PORT}"`
+    "announce" (printf "Starting torchrun on %d pods" (int .numPods))) -}}
 {{- end -}}

@@ -1,7 +1,8 @@
 {{- /*
-What T9k's two kinds (batch.tensorstack.dev/v1beta1) share. AppWrapper cannot
-infer the pods of these kinds, so their components declare podSets: one per
-pod template, with its exact replica count.
+What T9k's two kinds (batch.tensorstack.dev/v1beta1) share: the spec fields
+both have, and when they run mainProgram as a list of words, without a shell.
+AppWrapper cannot infer the pods of these kinds, so their components declare
+podSets: one per pod template, with its exact replica count.
 */ -}}
 
 {{- /*
@@ -26,9 +27,18 @@ elastic, runMode, runPolicy and scheduler.
 {{- end -}}
 
 {{- /*
-torchwrap.processesPerPod: the processes torchrun starts in each pod:
-torchrun.nprocPerNode, or one per GPU, one without GPUs.
+torchwrap.wordsOfMainProgram: "true" when the job runs its mainProgram without
+a shell, as a list of words: a DeepSpeedJob, and a PyTorchTrainingJob in T9k's
+torchrun mode.
 */ -}}
-{{- define "torchwrap.processesPerPod" -}}
-{{- int ((.torchrun | default dict).nprocPerNode | default (max 1 (int .numGpusPerPod))) -}}
+{{- define "torchwrap.wordsOfMainProgram" -}}
+{{- or (and (eq .jobKind "DeepSpeedJob") (not (empty .mainProgram))) (eq (include "torchwrap.t9kTorchrun" .) "true") -}}
+{{- end -}}
+
+{{- /*
+torchwrap.t9kTorchrun: "true" when a PyTorchTrainingJob launches with T9k's own
+torchrun: it has a mainProgram and no setupCommands.
+*/ -}}
+{{- define "torchwrap.t9kTorchrun" -}}
+{{- and (eq .jobKind "PyTorchTrainingJob") (not (empty .mainProgram)) (empty .setupCommands) -}}
 {{- end -}}

@@ -3,11 +3,11 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -80,7 +80,7 @@ func Render(in *settings.Input) (*Result, error) {
 		v, err := validate.Default()
 		compiling <- compiled{v, err}
 	}()
-	c, err := Chart()
+	c, err := generatorChart()
 	if err != nil {
 		return nil, err
 	}
@@ -88,19 +88,19 @@ func Render(in *settings.Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rendered, renderErr := engine.Engine{}.Render(c, top)
+	values := top["Values"].(chartutil.Values)
+	docs, renderErr := renderEach(c, []chartutil.Values{values})
 	v := <-compiling
 	if v.err != nil {
 		return nil, v.err
 	}
-	values := top["Values"].(chartutil.Values)
 	if issues := v.validator.Validate(values); len(issues) > 0 {
 		return nil, in.Locate(issues)
 	}
 	if renderErr != nil {
-		return nil, renderError(in, renderErr)
+		return nil, renderErr
 	}
-	return result(in, values, stream(rendered))
+	return outcome(in, values, docs[0])
 }
 
 // renderValues applies the chart's defaults to the user's settings as helm
@@ -111,13 +111,43 @@ func renderValues(c *chart.Chart, in *settings.Input) (chartutil.Values, error) 
 		chartutil.ReleaseOptions{Name: "release-name", Namespace: "default", IsInstall: true}, nil, true)
 }
 
-// renderError turns the chart's own refusal (fail) into the user's problems;
-// anything else is a bug.
-func renderError(in *settings.Input, err error) error {
-	if issues := chartIssues(err); issues != nil {
-		return in.Locate(issues)
+// outcome is what Render gives for one input, from its part of the output:
+// the manifest with its warnings, or the problems the chart's checks found,
+// placed in the input.
+func outcome(in *settings.Input, values chartutil.Values, doc string) (*Result, error) {
+	problems, refused, err := readProblems(doc)
+	switch {
+	case err != nil:
+		return nil, err
+	case !refused:
+		return result(in, values, stream(map[string]string{"": doc}))
 	}
-	return fmt.Errorf("the chart failed to render these settings; please report this bug: %w", err)
+	issues := make([]diag.Diagnostic, len(problems))
+	for i, p := range problems {
+		issues[i] = diag.Diagnostic{Path: diag.ParsePath(p.Path), Message: p.Message}
+	}
+	return nil, in.Locate(issues)
+}
+
+// chartProblem is one problem the chart's checks found, as torchwrap.refuse
+// writes it: the settings key's path as users write it ("" for none), and
+// what is wrong.
+type chartProblem struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// readProblems reads the problems document of the chart, when doc is one
+// (refused), rather than a manifest.
+func readProblems(doc string) (problems []chartProblem, refused bool, err error) {
+	list, refused := strings.CutPrefix(doc, problemsMarker)
+	if !refused {
+		return nil, false, nil
+	}
+	if err := json.Unmarshal([]byte(list), &problems); err != nil || len(problems) == 0 {
+		return nil, true, fmt.Errorf("the chart's problems cannot be read (%v): %q; please report this bug", err, list)
+	}
+	return problems, true, nil
 }
 
 // result completes a successful render with its warnings.
@@ -135,34 +165,68 @@ type Outcome struct {
 	Err    error
 }
 
-// batchMarker starts each input's part of a batch render, followed by its
-// index: a comment line, which toYaml never writes at the start of a line.
-const batchMarker = "# torchwrap/generator batch item "
+// itemMarker starts each input's part of the output of generatorChart,
+// followed by its index: a comment line, which toYaml never writes at the
+// start of a line.
+const itemMarker = "# torchwrap/generator item "
 
-// batchChart is the embedded chart with its helpers only, and one template
-// that renders torchwrap.manifest for every item of .Values.items.
-var batchChart = sync.OnceValues(func() (*chart.Chart, error) {
+// problemsMarker is the first line of what torchwrap.manifest writes, with
+// listProblems, instead of the object when the chart's checks find problems;
+// the second is the problems, a JSON list of {"path", "message"}
+// (torchwrap.refuse in chart/templates/_manifest.tpl).
+const problemsMarker = "# torchwrap/generator problems\n"
+
+// generatorChart is the embedded chart with its helpers only, and one template
+// that renders torchwrap.manifest, with listProblems, for every item of
+// .Values.items.
+var generatorChart = sync.OnceValues(func() (*chart.Chart, error) {
 	c, err := Chart()
 	if err != nil {
 		return nil, err
 	}
-	batch := *c
-	batch.Templates = nil
+	ours := *c
+	ours.Templates = nil
 	for _, t := range c.Templates {
 		if strings.HasPrefix(path.Base(t.Name), "_") {
-			batch.Templates = append(batch.Templates, t)
+			ours.Templates = append(ours.Templates, t)
 		}
 	}
-	batch.Templates = append(batch.Templates, &chart.File{Name: "templates/batch.yaml", Data: []byte(
-		`{{- range $i, $values := .Values.items }}` + "\n" + batchMarker + `{{ $i }}` + "\n" +
-			`{{ include "torchwrap.manifest" (dict "Values" $values "Chart" $.Chart) }}` + "\n" +
+	ours.Templates = append(ours.Templates, &chart.File{Name: "templates/generator.yaml", Data: []byte(
+		`{{- range $i, $values := .Values.items }}` + "\n" + itemMarker + `{{ $i }}` + "\n" +
+			`{{ include "torchwrap.manifest" (dict "Values" $values "Chart" $.Chart "listProblems" true) }}` + "\n" +
 			`{{- end }}`)})
-	return &batch, nil
+	return &ours, nil
 })
+
+// renderEach renders torchwrap.manifest for each of values, in one call of the
+// engine, and gives each its part of the output: the manifest, or the chart's
+// problems. An error of the engine is a bug of the chart, which refuses
+// settings with problems instead.
+func renderEach(c *chart.Chart, values []chartutil.Values) ([]string, error) {
+	items := make([]any, len(values))
+	for i, v := range values {
+		items[i] = map[string]any(v)
+	}
+	top := chartutil.Values{"Values": chartutil.Values{"items": items}, "Chart": c.Metadata}
+	rendered, err := engine.Engine{}.Render(c, top)
+	if err != nil {
+		return nil, fmt.Errorf("the chart failed to render these settings; please report this bug: %w", err)
+	}
+	parts := strings.Split(string(stream(rendered)), "\n"+itemMarker)
+	if len(parts) != len(values)+1 {
+		return nil, fmt.Errorf("the chart rendered %d parts for %d settings; please report this bug", len(parts)-1, len(values))
+	}
+	docs := make([]string, len(values))
+	for i := range docs {
+		_, docs[i], _ = strings.Cut(parts[i+1], "\n") // after the marker's index
+	}
+	return docs, nil
+}
 
 // RenderAll renders many settings inputs, giving for each what Render gives,
 // in one call of Helm's engine: the chart's templates are parsed once for
-// all, instead of once per input. Invalid inputs are left out of that call.
+// all, instead of once per input. Inputs the schema refuses are left out of
+// that call; those the chart's checks refuse get their problems from it.
 func RenderAll(ins []*settings.Input) []Outcome {
 	outcomes := make([]Outcome, len(ins))
 	fail := func(err error) []Outcome {
@@ -171,7 +235,7 @@ func RenderAll(ins []*settings.Input) []Outcome {
 		}
 		return outcomes
 	}
-	c, err := batchChart()
+	c, err := generatorChart()
 	if err != nil {
 		return fail(err)
 	}
@@ -194,38 +258,22 @@ func RenderAll(ins []*settings.Input) []Outcome {
 		}
 		valid = append(valid, i)
 	}
-	renderItems(c, ins, values, valid, outcomes)
-	return outcomes
-}
-
-// renderItems renders the inputs ins[i], i in items, in one call of the
-// engine. When the chart refuses one of them, the engine tells only the first
-// refusal: the items are halved and each half rendered again, down to single
-// items, so every refusal reaches the input it concerns and the others are
-// still rendered together.
-func renderItems(c *chart.Chart, ins []*settings.Input, values []chartutil.Values, items []int, outcomes []Outcome) {
-	if len(items) == 0 {
-		return
+	if len(valid) == 0 {
+		return outcomes
 	}
-	list := make([]any, len(items))
-	for n, i := range items {
-		list[n] = map[string]any(values[i])
+	share := make([]chartutil.Values, len(valid))
+	for n, i := range valid {
+		share[n] = values[i]
 	}
-	top := chartutil.Values{"Values": chartutil.Values{"items": list}, "Chart": c.Metadata}
-	rendered, err := engine.Engine{}.Render(c, top)
-	switch {
-	case err == nil:
-		parts := strings.Split(string(stream(rendered)), "\n"+batchMarker)
-		for n, i := range items {
-			_, doc, _ := strings.Cut(parts[n+1], "\n") // after the marker's index
-			outcomes[i].Result, outcomes[i].Err = result(ins[i], values[i], stream(map[string]string{"": doc}))
+	docs, err := renderEach(c, share)
+	for n, i := range valid {
+		if err != nil {
+			outcomes[i].Err = err
+			continue
 		}
-	case len(items) == 1:
-		outcomes[items[0]].Err = renderError(ins[items[0]], err)
-	default:
-		renderItems(c, ins, values, items[:len(items)/2], outcomes)
-		renderItems(c, ins, values, items[len(items)/2:], outcomes)
+		outcomes[i].Result, outcomes[i].Err = outcome(ins[i], values[i], docs[n])
 	}
+	return outcomes
 }
 
 // stream joins the rendered templates into one YAML stream, in template order.
@@ -242,24 +290,4 @@ func stream(rendered map[string]string) []byte {
 		}
 	}
 	return []byte(b.String())
-}
-
-var chartFailure = regexp.MustCompile(`(?s)^execution error at \([^)]*\): (.*)$`)
-
-// chartIssues reads the problems the chart reports with fail (torchwrap.check):
-// one per line, each "key.path: message". nil when err is not such a report.
-func chartIssues(err error) []diag.Diagnostic {
-	m := chartFailure.FindStringSubmatch(err.Error())
-	if m == nil {
-		return nil
-	}
-	var issues []diag.Diagnostic
-	for _, line := range strings.Split(strings.TrimSpace(m[1]), "\n") {
-		key, msg, ok := strings.Cut(line, ": ")
-		if !ok {
-			key, msg = "", line
-		}
-		issues = append(issues, diag.Diagnostic{Path: diag.ParsePath(key), Message: msg})
-	}
-	return issues
 }

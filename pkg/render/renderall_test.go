@@ -54,11 +54,18 @@ func TestRenderAllIsRenderForEach(t *testing.T) {
 // came from the chart's own checks.
 func isChartRefusal(t *testing.T, in *settings.Input) bool {
 	t.Helper()
+	validator, err := validate.Default()
+	require.NoError(t, err)
+	return len(validator.Validate(chartValues(t, in))) == 0
+}
+
+// chartValues are the settings of in over the chart's defaults, as the chart
+// sees them.
+func chartValues(t *testing.T, in *settings.Input) chartutil.Values {
+	t.Helper()
 	c, err := render.Chart()
 	require.NoError(t, err)
 	values, err := chartutil.CoalesceValues(c, in.Values)
 	require.NoError(t, err)
-	validator, err := validate.Default()
-	require.NoError(t, err)
-	return len(validator.Validate(values)) == 0
+	return values
 }

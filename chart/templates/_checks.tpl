@@ -1,0 +1,198 @@
+{{- /*
+The checks: the rules the JSON schema cannot express (comparing two values,
+uniqueness across list items). Each rule is one define, torchwrap.check.<rule>,
+which takes the render context and returns its problems as JSON: a list of
+{"path": "key.path", "message": "what is wrong; how to fix it"}, with path ""
+for a problem of no one setting. torchwrap.problems runs them all, in order;
+torchwrap.manifest fails with them, or lists them for the generator.
+*/ -}}
+
+{{- /* torchwrap.problems: the problems of every rule, in this order, as one JSON list. */ -}}
+{{- define "torchwrap.problems" -}}
+{{- $problems := list -}}
+{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "multiNicAnnotation" "podLabels" "exitCodes" -}}
+{{- $problems = concat $problems (include (print "torchwrap.check." $rule) $ | fromJsonArray) -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /* torchwrap.check.gpuLimit: a GPU limit must equal the request. */ -}}
+{{- define "torchwrap.check.gpuLimit" -}}
+{{- $v := .Values -}}
+{{- $problems := list -}}
+{{- if and (not (kindIs "invalid" $v.limitGpusPerPod)) (ne (int $v.limitGpusPerPod) (int $v.numGpusPerPod)) -}}
+{{- $problems = append $problems (dict "path" "limitGpusPerPod" "message" (printf "%d differs from numGpusPerPod (%d), and Kubernetes requires a GPU limit to equal its request; remove limitGpusPerPod" (int $v.limitGpusPerPod) (int $v.numGpusPerPod))) -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /*
+torchwrap.check.storageClashes: no two volumes of the pod (the user's and the
+generator's own, .storage) share a name or a mount path.
+*/ -}}
+{{- define "torchwrap.check.storageClashes" -}}
+{{- $problems := list -}}
+{{- $seen := dict "name" (dict) "mountPath" (dict) -}}
+{{- range $entry := .storage -}}
+{{- range $field, $keyField := dict "name" "nameKey" "mountPath" "pathKey" -}}
+{{- $value := index $entry.mount $field -}}
+{{- $owners := index $seen $field -}}
+{{- with $previous := index $owners $value -}}
+{{- /* Report at the entry whose value the user chose; name the other one. */ -}}
+{{- $key := index $entry $keyField | default "" -}}
+{{- $other := $previous -}}
+{{- if not $key -}}
+{{- $key = index $previous $keyField -}}
+{{- $other = $entry -}}
+{{- end -}}
+{{- $problems = append $problems (dict "path" $key "message" (printf "%q is already the %s of %s; choose another" $value (ternary "name" "mount path" (eq $field "name")) $other.what)) -}}
+{{- end -}}
+{{- $_ := set $owners $value $entry -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /*
+torchwrap.check.limitsBelowRequests: a CPU or memory limit is not below its
+request, compared as quantities.
+*/ -}}
+{{- define "torchwrap.check.limitsBelowRequests" -}}
+{{- $v := .Values -}}
+{{- $problems := list -}}
+{{- range $setting := list (list "limitCpusPerPod" "numCpusPerPod") (list "limitMemoryPerPod" "totalMemoryPerPod") -}}
+{{- $limit := index $v (first $setting) -}}
+{{- $request := index $v (last $setting) -}}
+{{- if not (kindIs "invalid" $limit) -}}
+{{- /* Refused when below the request by more than float64 rounding. */ -}}
+{{- if lt (float64 (include "torchwrap.quantity" $limit)) (mulf (float64 (include "torchwrap.quantity" $request)) (subf 1 1e-14)) -}}
+{{- $problems = append $problems (dict "path" (first $setting) "message" (printf "%v is below %s (%v), and Kubernetes refuses a limit below its request; raise it, or remove it to use the request" $limit (last $setting) $request)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /*
+torchwrap.check.deepspeedMounts: a DeepSpeedJob's mounts do not hide what its
+launcher reaches the other workers with.
+*/ -}}
+{{- define "torchwrap.check.deepspeedMounts" -}}
+{{- $problems := list -}}
+{{- if eq .Values.jobKind "DeepSpeedJob" -}}
+{{- range $entry := .storage -}}
+{{- $mount := trimSuffix "/" $entry.mount.mountPath -}}
+{{- $hidden := list -}}
+{{- range $reserved := list "/root/.ssh" "/t9k/hostfile" "/root/.deepspeed_env" -}}
+{{- if or (eq $mount $reserved) (hasPrefix (print $mount "/") $reserved) (hasPrefix (print $reserved "/") $mount) -}}
+{{- $hidden = append $hidden $reserved -}}
+{{- end -}}
+{{- end -}}
+{{- with $hidden -}}
+{{- $problems = append $problems (dict "path" ($entry.pathKey | default "") "message" (printf "%q would hide %s, which the DeepSpeed launcher needs to reach the other workers; mount %s elsewhere" $entry.mount.mountPath (join " and " .) $entry.what)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /* torchwrap.check.elasticRange: elastic minPods and maxPods around numPods. */ -}}
+{{- define "torchwrap.check.elasticRange" -}}
+{{- $v := .Values -}}
+{{- $problems := list -}}
+{{- with $v.elastic -}}
+{{- if gt (int .minPods) (int $v.numPods) -}}
+{{- $problems = append $problems (dict "path" "elastic.minPods" "message" (printf "%d is more than numPods (%d), the pods the job starts with; lower minPods or raise numPods" (int .minPods) (int $v.numPods))) -}}
+{{- end -}}
+{{- if lt (int .maxPods) (int $v.numPods) -}}
+{{- $problems = append $problems (dict "path" "elastic.maxPods" "message" (printf "%d is less than numPods (%d), the pods the job starts with; raise maxPods or lower numPods" (int .maxPods) (int $v.numPods))) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /*
+torchwrap.check.mainProgramWords: a mainProgram run as a list of words splits
+into words (torchwrap.words): no unclosed quote, no final backslash.
+*/ -}}
+{{- define "torchwrap.check.mainProgramWords" -}}
+{{- $v := .Values -}}
+{{- $problems := list -}}
+{{- if eq (include "torchwrap.wordsOfMainProgram" $v) "true" -}}
+{{- with (include "torchwrap.words" $v.mainProgram | fromJson).error -}}
+{{- $problems = append $problems (dict "path" "mainProgram" "message" (printf "%s; it is split into words as a shell would (without running one), so close every quote and escape a final backslash" .)) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /* torchwrap.check.tolerations: each toleration's fields fit together as Kubernetes requires. */ -}}
+{{- define "torchwrap.check.tolerations" -}}
+{{- $problems := list -}}
+{{- range $i, $t := .Values.tolerations -}}
+{{- $operator := $t.operator | default "Equal" -}}
+{{- if and (not $t.key) (ne $operator "Exists") -}}
+{{- $problems = append $problems (dict "path" (printf "tolerations[%d].operator" $i) "message" "a toleration without key tolerates every taint and needs operator Exists; set operator: Exists, or a key") -}}
+{{- end -}}
+{{- if and (eq $operator "Exists") $t.value -}}
+{{- $problems = append $problems (dict "path" (printf "tolerations[%d].value" $i) "message" "operator Exists matches any value; remove the value, or use operator: Equal") -}}
+{{- end -}}
+{{- if and (hasKey $t "tolerationSeconds") (ne (toString $t.effect) "NoExecute") -}}
+{{- $problems = append $problems (dict "path" (printf "tolerations[%d].tolerationSeconds" $i) "message" "applies to effect NoExecute only; set effect: NoExecute, or remove tolerationSeconds") -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /* torchwrap.check.multiNicAnnotation: podAnnotations do not set the network multiNicNetworkName sets. */ -}}
+{{- define "torchwrap.check.multiNicAnnotation" -}}
+{{- $v := .Values -}}
+{{- $problems := list -}}
+{{- if and $v.multiNicNetworkName (hasKey ($v.podAnnotations | default dict) "k8s.v1.cni.cncf.io/networks") -}}
+{{- $problems = append $problems (dict "path" "podAnnotations[\"k8s.v1.cni.cncf.io/networks\"]" "message" "is set by multiNicNetworkName; remove one of the two") -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /* torchwrap.check.podLabels: podLabels do not set the labels the generator puts on every pod. */ -}}
+{{- define "torchwrap.check.podLabels" -}}
+{{- $problems := list -}}
+{{- with .Values.podLabels -}}
+{{- $ownLabels := include "torchwrap.ownPodLabels" $ | fromJson -}}
+{{- range $key := keys . | sortAlpha -}}
+{{- if hasKey $ownLabels $key -}}
+{{- $problems = append $problems (dict "path" (printf "podLabels[%q]" $key) "message" "is a label customLabels or autopilotHealthChecks set already; remove it from podLabels") -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /* torchwrap.check.exitCodes: no exit code is both retryable and terminal. */ -}}
+{{- define "torchwrap.check.exitCodes" -}}
+{{- $v := .Values -}}
+{{- $problems := list -}}
+{{- range $i, $code := $v.retryableExitCodes -}}
+{{- if has $code ($v.terminalExitCodes | default list) -}}
+{{- $problems = append $problems (dict "path" (printf "retryableExitCodes[%d]" $i) "message" (printf "%v is in terminalExitCodes too; keep it in one of the two" $code)) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $problems -}}
+{{- end -}}
+
+{{- /*
+torchwrap.quantity: a Kubernetes quantity (such as 500m, 1.5Gi, 1e3, or a whole
+number) as a plain number, for comparisons.
+*/ -}}
+{{- define "torchwrap.quantity" -}}
+{{- $s := toString . -}}
+{{- $scale := 1.0 -}}
+{{- $suffix := regexFind "(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])$" $s -}}
+{{- if and $suffix (not (regexMatch "[eE][-+]?[0-9]+$" $s)) -}}
+{{- $scale = index (dict
+    "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0
+    "n" 1e-9 "u" 1e-6 "m" 1e-3 "k" 1e3 "M" 1e6 "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18) $suffix -}}
+{{- $s = trimSuffix $suffix $s -}}
+{{- end -}}
+{{- mulf (float64 $s) $scale -}}
+{{- end -}}

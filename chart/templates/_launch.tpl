@@ -1,0 +1,123 @@
+{{- /*
+The launch: what the training container runs. The shell script of the kinds
+that run one (torchwrap.launchScript: the opening lines, the setup commands,
+then one torchrun line), quoting for it, the processes per pod, and the split
+of mainProgram into words for the kinds that run it without a shell.
+*/ -}}
+
+{{- /*
+torchwrap.setupScript: the lines every launch script starts with: Sakkara's rank
+when Sakkara schedules the pods, then the user's setupCommands, in order.
+*/ -}}
+{{- define "torchwrap.setupScript" -}}
+{{- if eq (include "torchwrap.sakkara" .) "true" }}
+echo "Sakkara schedules this job: RANK is the rank Sakkara assigned (${SAKKARA_RANK})"
+export RANK=$SAKKARA_RANK
+{{- end }}
+{{- range .setupCommands }}
+{{ . }}
+{{- end }}
+{{- end -}}
+
+{{- /*
+torchwrap.launchScript: the training container's shell script, for the kinds
+that launch torchrun from a shell. It says which pod it is, runs the setup
+commands (torchwrap.setupScript), then, when there is a mainProgram, torchrun
+with the options of the kind and those of the settings (torchrun.maxRestarts,
+torchrun.extraOptions, in that order). Takes:
+  .Values       the settings
+  .options      the kind's torchrun options: how the pods meet, and how many
+                processes each pod starts
+  .maxRestarts  whether the torchrun line passes torchrun.maxRestarts (not
+                when the operator passes it in the environment)
+  .endpoint     the rendezvous endpoint, as shell text
+  .announce     what the script says before it starts torchrun
+*/ -}}
+{{- define "torchwrap.launchScript" -}}
+{{- $v := .Values -}}
+echo "Pod ${RANK} of ${WORLD_SIZE}; master at ${MASTER_ADDR}:${MASTER_PORT}"
+{{- include "torchwrap.setupScript" $v }}
+{{- if $v.mainProgram }}
+{{- $torchrun := $v.torchrun | default dict }}
+{{- $options := .options }}
+{{- if and .maxRestarts (hasKey $torchrun "maxRestarts") }}
+{{- $options = append $options (printf "--max_restarts=%d" (int $torchrun.maxRestarts)) }}
+{{- end }}
+{{- range $torchrun.extraOptions }}
+{{- $options = append $options (include "torchwrap.shellQuote" .) }}
+{{- end }}
+echo "{{ .announce }}"
+torchrun {{ join " " $options }} --rdzv_endpoint={{ .endpoint }} {{ $v.mainProgram }}
+{{- end }}
+{{ end -}}
+
+{{- /* torchwrap.shellQuote: a word quoted for sh, as it is. */ -}}
+{{- define "torchwrap.shellQuote" -}}
+'{{ replace "'" "'\\''" . }}'
+{{- end -}}
+
+{{- /*
+torchwrap.processesPerPod: the processes torchrun starts in each pod:
+torchrun.nprocPerNode, or one per GPU, one without GPUs.
+*/ -}}
+{{- define "torchwrap.processesPerPod" -}}
+{{- int ((.torchrun | default dict).nprocPerNode | default (max 1 (int .numGpusPerPod))) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.words: a command line split into words as a POSIX shell splits it,
+without expanding anything: blanks separate words; '...' keeps everything;
+"..." keeps everything but \ before $ ` " \ or a newline; \ outside quotes keeps
+the next character, and a backslash-newline joins lines. Returns {"words": [...]},
+or {"error": "..."} for an unclosed quote or a final backslash.
+*/ -}}
+{{- define "torchwrap.words" -}}
+{{- if gt (len .) 8192 -}}
+{{- /* The schema caps mainProgram at 8192 too; the loop below must stay short
+       even on settings not validated yet. */ -}}
+{{- toJson (dict "error" "it is longer than 8192 characters") -}}
+{{- else -}}
+{{- /* The line in pieces: blanks; unquoted text; a backslash and the character
+       after it; a '...' string; a "..." string with its backslash pairs; and
+       last, any one character none of those takes, which is where the shell
+       would fail: a quote it cannot close, or a final backslash. */ -}}
+{{- $pieces := regexFindAll `[ \t\n]+|[^ \t\n'"\\]+|\\(?s:.)|'[^']*'|"(?:[^"\\]|\\(?s:.))*"|(?s:.)` . -1 -}}
+{{- $words := list -}}
+{{- $word := "" -}}
+{{- $inWord := false -}}
+{{- $error := "" -}}
+{{- range $p := $pieces -}}
+{{- if $error -}}
+{{- else if eq $p "\\" -}}
+{{- $error = "it ends with a backslash" -}}
+{{- else if has $p (list "'" "\"") -}}
+{{- $error = printf "a %s quote is not closed" $p -}}
+{{- else if has (substr 0 1 $p) (list " " "\t" "\n") -}}
+{{- if $inWord -}}
+{{- $words = append $words $word -}}
+{{- end -}}
+{{- $word = "" -}}
+{{- $inWord = false -}}
+{{- else if eq $p "\\\n" -}}
+{{- /* A backslash-newline only joins lines. */ -}}
+{{- else -}}
+{{- if hasPrefix "'" $p -}}
+{{- $word = print $word (substr 1 (int (sub (len $p) 1)) $p) -}}
+{{- else if hasPrefix "\"" $p -}}
+{{- $word = print $word (regexReplaceAll "\\\\(?:\n|([$`\"\\\\]))" (substr 1 (int (sub (len $p) 1)) $p) "${1}") -}}
+{{- else -}}
+{{- $word = print $word (trimPrefix "\\" $p) -}}
+{{- end -}}
+{{- $inWord = true -}}
+{{- end -}}
+{{- end -}}
+{{- if $error -}}
+{{- toJson (dict "error" $error) -}}
+{{- else -}}
+{{- if $inWord -}}
+{{- $words = append $words $word -}}
+{{- end -}}
+{{- toJson (dict "words" $words) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

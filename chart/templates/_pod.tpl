@@ -1,0 +1,202 @@
+{{- /*
+The pod: the PodTemplateSpec every replica of every kind shares, and what goes
+into it: the training container's resources and env, the node affinity, the
+pod's labels. Each kind gives the container's name, command and args.
+*/ -}}
+
+{{- /*
+torchwrap.podTemplate: the PodTemplateSpec shared by every replica of every job
+kind, written into the dict .out. Takes the render context as .ctx, and the
+training container's name, and its command and args when the kind sets them, as
+.containerName, .command and .args.
+*/ -}}
+{{- define "torchwrap.podTemplate" -}}
+{{- $v := .ctx.Values -}}
+{{- $container := dict "name" .containerName "image" $v.containerImage "imagePullPolicy" $v.imagePullPolicy -}}
+{{- with .command -}}
+{{- $_ := set $container "command" . -}}
+{{- end -}}
+{{- with .args -}}
+{{- $_ := set $container "args" . -}}
+{{- end -}}
+{{- $_ := set $container "resources" (include "torchwrap.resources" $v | fromJson) -}}
+{{- with (include "torchwrap.env" $v | fromJson).env -}}
+{{- $_ := set $container "env" . -}}
+{{- end -}}
+{{- $envFrom := $v.envFrom | default list -}}
+{{- with $v.ncclGdrEnvConfigMap -}}
+{{- $envFrom = append $envFrom (dict "configMapRef" (dict "name" .)) -}}
+{{- end -}}
+{{- with $envFrom -}}
+{{- $_ := set $container "envFrom" . -}}
+{{- end -}}
+{{- $volumes := list -}}
+{{- $mounts := list -}}
+{{- range .ctx.storage -}}
+{{- $volumes = append $volumes .volume -}}
+{{- $mounts = append $mounts .mount -}}
+{{- end -}}
+{{- with $mounts -}}
+{{- $_ := set $container "volumeMounts" . -}}
+{{- end -}}
+{{- if or (gt (int $v.numRoceGdr) 0) (eq (toString $v.serviceAccountName) "gdr") -}}
+{{- $_ := set $container "securityContext" (dict "capabilities" (dict "add" (list "IPC_LOCK"))) -}}
+{{- end -}}
+
+{{- $spec := dict "containers" (list $container) "affinity" (include "torchwrap.affinity" $v | fromJson) -}}
+{{- with $volumes -}}
+{{- $_ := set $spec "volumes" . -}}
+{{- end -}}
+{{- with $v.serviceAccountName -}}
+{{- $_ := set $spec "serviceAccountName" . -}}
+{{- end -}}
+{{- with $v.imagePullSecrets -}}
+{{- $_ := set $spec "imagePullSecrets" . -}}
+{{- end -}}
+{{- with $v.initContainers -}}
+{{- $_ := set $spec "initContainers" . -}}
+{{- end -}}
+{{- if not (kindIs "invalid" $v.terminationGracePeriodSeconds) -}}
+{{- $_ := set $spec "terminationGracePeriodSeconds" $v.terminationGracePeriodSeconds -}}
+{{- end -}}
+{{- if $v.bypassCoscheduler -}}
+{{- $_ := set $spec "schedulerName" "default-scheduler" -}}
+{{- else if $v.schedulerName -}}
+{{- $_ := set $spec "schedulerName" $v.schedulerName -}}
+{{- end -}}
+{{- with $v.priority -}}
+{{- $_ := set $spec "priorityClassName" . -}}
+{{- end -}}
+{{- with $v.nodeSelector -}}
+{{- $_ := set $spec "nodeSelector" . -}}
+{{- end -}}
+{{- with $v.tolerations -}}
+{{- $_ := set $spec "tolerations" . -}}
+{{- end -}}
+
+{{- $labels := merge (include "torchwrap.ownPodLabels" .ctx | fromJson) ($v.podLabels | default dict) -}}
+{{- $annotations := deepCopy ($v.podAnnotations | default dict) -}}
+{{- with $v.multiNicNetworkName -}}
+{{- $_ := set $annotations "k8s.v1.cni.cncf.io/networks" . -}}
+{{- end -}}
+{{- $metadata := dict -}}
+{{- with $labels -}}
+{{- $_ := set $metadata "labels" . -}}
+{{- end -}}
+{{- with $annotations -}}
+{{- $_ := set $metadata "annotations" . -}}
+{{- end -}}
+{{- $_ := set .out "spec" $spec -}}
+{{- with $metadata -}}
+{{- $_ := set $.out "metadata" . -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* torchwrap.resources: requests and limits of the training container; zero GPU and RoCE counts are left out. */ -}}
+{{- define "torchwrap.resources" -}}
+{{- $requests := dict "cpu" .numCpusPerPod "memory" .totalMemoryPerPod -}}
+{{- $limits := dict "cpu" (.limitCpusPerPod | default .numCpusPerPod) "memory" (.limitMemoryPerPod | default .totalMemoryPerPod) -}}
+{{- if gt (int .numGpusPerPod) 0 -}}
+{{- $_ := set $requests "nvidia.com/gpu" .numGpusPerPod -}}
+{{- $_ := set $limits "nvidia.com/gpu" .numGpusPerPod -}}
+{{- end -}}
+{{- if gt (int .numRoceGdr) 0 -}}
+{{- $gdr := .roceGdrResName | default "nvidia.com/roce_gdr" -}}
+{{- $_ := set $requests $gdr .numRoceGdr -}}
+{{- $_ := set $limits $gdr .numRoceGdr -}}
+{{- end -}}
+{{- toJson (dict "requests" $requests "limits" $limits) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.env: the training container's env, in this order: SAKKARA_RANK,
+NCCL_TOPO_FILE, NVME_MOUNT_PATH, the distributedDebug preset (but the variables
+environmentVariables sets), the user's environmentVariables, GIT_SSH_COMMAND.
+*/ -}}
+{{- define "torchwrap.env" -}}
+{{- $env := list -}}
+{{- if eq (include "torchwrap.sakkara" .) "true" -}}
+{{- $env = append $env (dict "name" "SAKKARA_RANK" "valueFrom" (dict "fieldRef" (dict "fieldPath" "metadata.labels['sakkara.member.rank']"))) -}}
+{{- end -}}
+{{- if .topologyFileConfigMap -}}
+{{- $env = append $env (dict "name" "NCCL_TOPO_FILE" "value" "/var/run/nvidia-topologyd/virtualTopology.xml") -}}
+{{- end -}}
+{{- with .mountNVMe -}}
+{{- $env = append $env (dict "name" "NVME_MOUNT_PATH" "value" (.mountPath | default "/workspace/scratch-nvme")) -}}
+{{- end -}}
+{{- if .distributedDebug -}}
+{{- $own := dict -}}
+{{- range .environmentVariables -}}
+{{- $_ := set $own .name true -}}
+{{- end -}}
+{{- range $preset := list
+    (list "NCCL_DEBUG" "INFO")
+    (list "NCCL_DEBUG_SUBSYS" "INIT,NET")
+    (list "TORCH_DISTRIBUTED_DEBUG" "DETAIL")
+    (list "TORCH_CPP_LOG_LEVEL" "INFO")
+    (list "TORCH_SHOW_CPP_STACKTRACES" "1")
+    (list "LOGLEVEL" "INFO")
+    (list "PYTHONFAULTHANDLER" "1") -}}
+{{- if not (hasKey $own (first $preset)) -}}
+{{- $env = append $env (dict "name" (first $preset) "value" (last $preset)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range .environmentVariables -}}
+{{- if hasKey . "value" -}}
+{{- $env = append $env (dict "name" .name "value" (include "torchwrap.literal" .value)) -}}
+{{- else if .secret -}}
+{{- $env = append $env (dict "name" .name "valueFrom" (dict "secretKeyRef" (dict "name" .secret.name "key" .secret.key))) -}}
+{{- else -}}
+{{- $env = append $env (dict "name" .name "valueFrom" (dict "configMapKeyRef" (dict "name" .configmap.name "key" .configmap.key))) -}}
+{{- end -}}
+{{- end -}}
+{{- with .sshGitCloneConfig -}}
+{{- $default := printf "ssh -i %s/id_rsa -o UserKnownHostsFile=%s/known_hosts -vv" (include "torchwrap.sshKeyPath" .) (include "torchwrap.sshHostsPath" .) -}}
+{{- $env = append $env (dict "name" "GIT_SSH_COMMAND" "value" (.sshCmd | default $default)) -}}
+{{- end -}}
+{{- toJson (dict "env" $env) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.literal: an environment variable's literal value as a string. Whole
+numbers are written without exponent or fraction (6, not 6e+00 or 6.0).
+*/ -}}
+{{- define "torchwrap.literal" -}}
+{{- if and (kindIs "float64" .) (eq (floor .) .) -}}
+{{- printf "%.0f" . -}}
+{{- else -}}
+{{- toString . -}}
+{{- end -}}
+{{- end -}}
+
+{{- /* torchwrap.affinity: keep pods off nodes that autopilot marks unhealthy and off hostIgnoreList. */ -}}
+{{- define "torchwrap.affinity" -}}
+{{- $expressions := list (dict "key" "autopilot.ibm.com/gpuhealth" "operator" "NotIn" "values" (list "ERR" "TESTING" "EVICT")) -}}
+{{- with .hostIgnoreList -}}
+{{- $expressions = append $expressions (dict "key" "kubernetes.io/hostname" "operator" "NotIn" "values" .) -}}
+{{- end -}}
+{{- $terms := list (dict "matchExpressions" $expressions) -}}
+{{- toJson (dict "nodeAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" $terms))) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.ownPodLabels: the labels the generator puts on every pod: the
+customLabels, and autopilot's with autopilotHealthChecks. Takes the render
+context.
+*/ -}}
+{{- define "torchwrap.ownPodLabels" -}}
+{{- $labels := deepCopy .customLabels -}}
+{{- with .Values.autopilotHealthChecks -}}
+{{- $_ := set $labels "autopilot" "" -}}
+{{- range . -}}
+{{- $_ := set $labels . "" -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $labels -}}
+{{- end -}}
+
+{{- /* torchwrap.sakkara: "true" when the pods are scheduled by Sakkara. */ -}}
+{{- define "torchwrap.sakkara" -}}
+{{- and .schedulerName (eq .schedulerName "sakkara") (not .bypassCoscheduler) -}}
+{{- end -}}
