@@ -29,11 +29,6 @@ into words, as a python script, a module or an executable (deepspeed.launch).
 {{- $_ := set $spec "disableCustomEnv" $ds.disableCustomEnv -}}
 {{- end -}}
 
-{{- $metadata := dict "name" $v.jobName -}}
-{{- with .customLabels -}}
-{{- $_ := set $metadata "labels" . -}}
-{{- end -}}
-{{- $job := dict "apiVersion" "batch.tensorstack.dev/v1beta1" "kind" "DeepSpeedJob" "metadata" $metadata "spec" $spec -}}
-{{- $_ := set .component "template" $job -}}
-{{- $_ = set .component "podSets" (list (dict "path" "template.spec.worker.template" "replicas" $v.numPods)) -}}
+{{- include "torchwrap.job" (dict "ctx" . "apiVersion" "batch.tensorstack.dev/v1beta1" "kind" "DeepSpeedJob" "spec" $spec) -}}
+{{- $_ := set .component "podSets" (list (dict "path" "template.spec.worker.template" "replicas" $v.numPods)) -}}
 {{- end -}}

@@ -120,3 +120,16 @@ dict .labels: the LocalQueue and the WorkloadPriorityClass.
 {{- end -}}
 {{- toJson $labels -}}
 {{- end -}}
+
+{{- /*
+torchwrap.job: sets the component's template (.ctx.component) to the job a
+kind builds: its .apiVersion, .kind and .spec, with the metadata every kind's
+job has, the job's name and the customLabels. Takes the render context as .ctx.
+*/ -}}
+{{- define "torchwrap.job" -}}
+{{- $metadata := dict "name" .ctx.Values.jobName -}}
+{{- with .ctx.customLabels -}}
+{{- $_ := set $metadata "labels" . -}}
+{{- end -}}
+{{- $_ := set .ctx.component "template" (dict "apiVersion" .apiVersion "kind" .kind "metadata" $metadata "spec" .spec) -}}
+{{- end -}}

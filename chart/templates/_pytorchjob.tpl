@@ -16,10 +16,6 @@ and the script reads WORLD_SIZE as the number of pods.
 {{- if gt (int $v.numPods) 1 -}}
 {{- $_ := set $replicaSpecs "Worker" (dict "replicas" (sub (int $v.numPods) 1) "restartPolicy" $v.restartPolicy "template" $pod) -}}
 {{- end -}}
-{{- $metadata := dict "name" $v.jobName -}}
-{{- with .customLabels -}}
-{{- $_ := set $metadata "labels" . -}}
-{{- end -}}
 {{- $spec := dict "pytorchReplicaSpecs" $replicaSpecs -}}
 {{- with $v.elastic -}}
 {{- $policy := dict "minReplicas" .minPods "maxReplicas" .maxPods "rdzvBackend" "c10d" -}}
@@ -30,8 +26,7 @@ and the script reads WORLD_SIZE as the number of pods.
 {{- end -}}
 {{- $_ := set $spec "elasticPolicy" $policy -}}
 {{- end -}}
-{{- $job := dict "apiVersion" "kubeflow.org/v1" "kind" "PyTorchJob" "metadata" $metadata "spec" $spec -}}
-{{- $_ := set .component "template" $job -}}
+{{- include "torchwrap.job" (dict "ctx" . "apiVersion" "kubeflow.org/v1" "kind" "PyTorchJob" "spec" $spec) -}}
 {{- end -}}
 
 {{- /*

@@ -54,13 +54,8 @@ It launches in one of two ways:
 {{- end -}}
 {{- $_ := set $spec "replicaSpecs" $replicaSpecs -}}
 
-{{- $metadata := dict "name" $v.jobName -}}
-{{- with .customLabels -}}
-{{- $_ := set $metadata "labels" . -}}
-{{- end -}}
-{{- $job := dict "apiVersion" "batch.tensorstack.dev/v1beta1" "kind" "PyTorchTrainingJob" "metadata" $metadata "spec" $spec -}}
-{{- $_ := set .component "template" $job -}}
-{{- $_ = set .component "podSets" $podSets -}}
+{{- include "torchwrap.job" (dict "ctx" . "apiVersion" "batch.tensorstack.dev/v1beta1" "kind" "PyTorchTrainingJob" "spec" $spec) -}}
+{{- $_ := set .component "podSets" $podSets -}}
 {{- end -}}
 
 {{- /*
