@@ -1,4 +1,4 @@
-// Pins the Helm 4 helm command the tests of pkg/render build (from Go
+// Pins the Helm 4 helm command the harness's helm tests build (from Go
 // modules, into the user's cache folder) to check that the chart renders,
 // refuses, lints and packages the same under Helm 4 as under Helm 3.
 module local/helm4

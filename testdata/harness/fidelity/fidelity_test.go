@@ -2,9 +2,7 @@ package fidelity_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -155,32 +153,6 @@ func TestBrokenManifestsAreCaught(t *testing.T) {
 			require.ElementsMatch(t, tc.layers, findings.Layers(), findings.Error())
 			require.Contains(t, findings.Error(), tc.message)
 		})
-	}
-}
-
-// The fidelity checks, and everything they pull in, stay out of the
-// generator binary.
-func TestTestOnlyDependenciesStayOutOfTheBinary(t *testing.T) {
-	list := exec.Command("go", "list", "-deps", "./cmd/generator")
-	list.Dir = cases.Path(t)
-	out, err := list.Output()
-	require.NoError(t, err)
-	deps := string(out)
-	require.Contains(t, deps, "helm.sh/helm/v3/pkg/engine", "the listing works")
-	for _, pkg := range []string{
-		"github.com/torchwrap/generator/testdata",
-		"github.com/rogpeppe/go-internal",
-		"golang.org/x/mod",
-		"github.com/project-codeflare/appwrapper",
-		"github.com/kubeflow/training-operator",
-		"k8s.io/apiextensions-apiserver/pkg/apiserver",
-		"k8s.io/apiextensions-apiserver/pkg/registry",
-		"sigs.k8s.io/controller-runtime",
-		"github.com/stretchr/testify",
-	} {
-		for _, line := range strings.Split(deps, "\n") {
-			require.False(t, strings.HasPrefix(line, pkg), "%s is linked into the generator", line)
-		}
 	}
 }
 

@@ -20,7 +20,7 @@ var t9kSchema []byte
 const T9kGroupVersion = "batch.tensorstack.dev/v1beta1"
 
 // T9kCRDs builds a CustomResourceDefinition (YAML) for each kind of our T9k
-// schema (schema/t9k), in the schema's order: each kind's definition with
+// schema (t9k.schema.json), in the schema's order: each kind's definition with
 // every $ref written out, since a CRD cannot refer to definitions.
 func T9kCRDs() ([][]byte, error) {
 	var doc struct {
