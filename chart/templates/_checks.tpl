@@ -1,19 +1,19 @@
 {{- /*
 The checks: the rules the JSON schema cannot express (comparing two values,
 uniqueness across list items). Each rule is one define, torchwrap.check.<rule>,
-which takes the render context and returns its problems as JSON: a list of
-{"path": "key.path", "message": "what is wrong; how to fix it"}, with path ""
-for a problem of no one setting. torchwrap.problems runs them all, in order;
+which takes the render context and adds its problems to the context's list
+.found.list: each {"path": "key.path", "message": "what is wrong; how to fix
+it"}, with path "" for a problem of no one setting (data, no JSON: the checks
+run on every render). torchwrap.problems runs them all, in order;
 torchwrap.manifest fails with them, or lists them for the generator.
 */ -}}
 
-{{- /* torchwrap.problems: the problems of every rule, in this order, as one JSON list. */ -}}
+{{- /* torchwrap.problems: sets .found.list to the problems of every rule, in this order. */ -}}
 {{- define "torchwrap.problems" -}}
-{{- $problems := list -}}
+{{- $_ := set . "found" (dict "list" list) -}}
 {{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "multiNicAnnotation" "podLabels" "exitCodes" -}}
-{{- $problems = concat $problems (include (print "torchwrap.check." $rule) $ | fromJsonArray) -}}
+{{- include (print "torchwrap.check." $rule) $ -}}
 {{- end -}}
-{{- toJson $problems -}}
 {{- end -}}
 
 {{- /* torchwrap.check.gpuLimit: a GPU limit must equal the request. */ -}}
@@ -23,7 +23,7 @@ torchwrap.manifest fails with them, or lists them for the generator.
 {{- if and (not (kindIs "invalid" $v.limitGpusPerPod)) (ne (int $v.limitGpusPerPod) (int $v.numGpusPerPod)) -}}
 {{- $problems = append $problems (dict "path" "limitGpusPerPod" "message" (printf "%d differs from numGpusPerPod (%d), and Kubernetes requires a GPU limit to equal its request; remove limitGpusPerPod" (int $v.limitGpusPerPod) (int $v.numGpusPerPod))) -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /*
@@ -50,7 +50,7 @@ generator's own, .storage) share a name or a mount path.
 {{- $_ := set $owners $value $entry -}}
 {{- end -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /*
@@ -70,7 +70,7 @@ request, compared as quantities.
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /*
@@ -93,7 +93,7 @@ launcher reaches the other workers with.
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /* torchwrap.check.elasticRange: elastic minPods and maxPods around numPods. */ -}}
@@ -108,7 +108,7 @@ launcher reaches the other workers with.
 {{- $problems = append $problems (dict "path" "elastic.maxPods" "message" (printf "%d is less than numPods (%d), the pods the job starts with; raise maxPods or lower numPods" (int .maxPods) (int $v.numPods))) -}}
 {{- end -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /*
@@ -123,7 +123,7 @@ into words (torchwrap.words): no unclosed quote, no final backslash.
 {{- $problems = append $problems (dict "path" "mainProgram" "message" (printf "%s; it is split into words as a shell would (without running one), so close every quote and escape a final backslash" .)) -}}
 {{- end -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /* torchwrap.check.tolerations: each toleration's fields fit together as Kubernetes requires. */ -}}
@@ -141,7 +141,7 @@ into words (torchwrap.words): no unclosed quote, no final backslash.
 {{- $problems = append $problems (dict "path" (printf "tolerations[%d].tolerationSeconds" $i) "message" "applies to effect NoExecute only; set effect: NoExecute, or remove tolerationSeconds") -}}
 {{- end -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /* torchwrap.check.multiNicAnnotation: podAnnotations do not set the network multiNicNetworkName sets. */ -}}
@@ -151,7 +151,7 @@ into words (torchwrap.words): no unclosed quote, no final backslash.
 {{- if and $v.multiNicNetworkName (hasKey ($v.podAnnotations | default dict) "k8s.v1.cni.cncf.io/networks") -}}
 {{- $problems = append $problems (dict "path" "podAnnotations[\"k8s.v1.cni.cncf.io/networks\"]" "message" "is set by multiNicNetworkName; remove one of the two") -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /* torchwrap.check.podLabels: podLabels do not set the labels the generator puts on every pod. */ -}}
@@ -165,7 +165,7 @@ into words (torchwrap.words): no unclosed quote, no final backslash.
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /* torchwrap.check.exitCodes: no exit code is both retryable and terminal. */ -}}
@@ -177,7 +177,7 @@ into words (torchwrap.words): no unclosed quote, no final backslash.
 {{- $problems = append $problems (dict "path" (printf "retryableExitCodes[%d]" $i) "message" (printf "%v is in terminalExitCodes too; keep it in one of the two" $code)) -}}
 {{- end -}}
 {{- end -}}
-{{- toJson $problems -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
 {{- /*

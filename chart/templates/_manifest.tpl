@@ -12,6 +12,7 @@ Most helpers take the render context built in torchwrap.manifest:
   .customLabels  the customLabels as a map
   .storage       the volumes and their mounts, in pod order (torchwrap.storage)
   .component     the dict that torchwrap.component.<jobKind> fills
+  .found         {"list": the problems}, which torchwrap.problems sets
 */ -}}
 
 {{- /*
@@ -29,7 +30,8 @@ fails with them, one "path: message" a line, as Helm users see them; or, with
 {{- $v := .Values -}}
 {{- $component := dict -}}
 {{- $ctx := dict "Values" $v "customLabels" (include "torchwrap.customLabels" $v | fromJson) "storage" (include "torchwrap.storage" $v | fromJson).entries "component" $component -}}
-{{- $problems := include "torchwrap.problems" $ctx | fromJsonArray -}}
+{{- include "torchwrap.problems" $ctx -}}
+{{- $problems := $ctx.found.list -}}
 {{- if $problems -}}
 {{- include "torchwrap.refuse" (dict "problems" $problems "listProblems" .listProblems) -}}
 {{- else -}}

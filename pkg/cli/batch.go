@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
@@ -51,14 +52,8 @@ func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) err
 		return fmt.Errorf("cannot create %s: %w", out.dir, err)
 	}
 
-	// One chunk of files per CPU; each chunk is rendered in one call of Helm's
-	// engine (render.RenderAll), which parses the chart once for all of it.
-	workers := min(runtime.GOMAXPROCS(0), len(files))
-	parallel(workers, func(w int) {
-		from, to := w*len(files)/workers, (w+1)*len(files)/workers
-		f.renderChunk(results[from:to], files[from:to], out)
-	})
-	syncOutputs(results, out.dir)
+	f.renderShares(results, files, out)
+	syncFolder(results, out.dir)
 
 	failed := 0
 	for i := range results {
@@ -76,9 +71,50 @@ func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) err
 	return nil
 }
 
-// renderChunk renders files (after the shared -f files and --set values) and
-// writes each one's manifest to its results' out, each atomically.
-func (f *inputFlags) renderChunk(results []batchResult, files []string, out outputFlags) {
+// renderShares renders the files in shares, on every CPU at once, and
+// flushes each output file to disk as soon as it is written, while the
+// other shares render. Each share is rendered in one call of Helm's engine
+// (render.RenderAll), which parses the chart once for all of it: a few
+// shares per CPU, so that the flushing of one overlaps the rendering of the
+// next.
+func (f *inputFlags) renderShares(results []batchResult, files []string, out outputFlags) {
+	workers := min(runtime.GOMAXPROCS(0), len(files))
+	shares := min(len(files), sharesPerCPU*workers)
+	var next, rendering atomic.Int32
+	rendering.Store(int32(workers))
+	written := make(chan *batchResult, len(files))
+	parallel(workers+syncers, func(i int) {
+		if i >= workers {
+			for r := range written {
+				if err := syncFile(r.out); err != nil {
+					r.err = fmt.Errorf("cannot write %s: %w", r.out, err)
+				}
+			}
+			return
+		}
+		defer func() {
+			if rendering.Add(-1) == 0 {
+				close(written)
+			}
+		}()
+		for s := int(next.Add(1)) - 1; s < shares; s = int(next.Add(1)) - 1 {
+			from, to := s*len(files)/shares, (s+1)*len(files)/shares
+			f.renderChunk(results[from:to], files[from:to], out, written)
+		}
+	})
+}
+
+// sharesPerCPU is how many shares renderShares splits a batch into per CPU.
+const sharesPerCPU = 4
+
+// syncers is how many files renderShares flushes at once: the file system
+// takes the flushes that arrive together in one journal commit.
+const syncers = 16
+
+// renderChunk renders files (after the shared -f files and --set values),
+// writes each one's manifest to its results' out, each atomically but
+// unflushed, and hands each file written to written.
+func (f *inputFlags) renderChunk(results []batchResult, files []string, out outputFlags, written chan<- *batchResult) {
 	var ins []*settings.Input
 	var loaded []int
 	for i, file := range files {
@@ -104,6 +140,9 @@ func (f *inputFlags) renderChunk(results []batchResult, files []string, out outp
 			err = writeFile(r.out, data, false)
 		}
 		r.err = err
+		if err == nil {
+			written <- r
+		}
 	}
 }
 
@@ -132,23 +171,9 @@ func parallel(n int, work func(i int)) {
 	}
 }
 
-// syncers is how many files syncOutputs flushes at once: the file system
-// takes the flushes that arrive together in one journal commit.
-const syncers = 16
-
-// syncOutputs flushes the files a batch wrote (renamed into place unsynced,
-// see writeFile) to disk, many at a time, then the folder that holds their
-// names. A file that cannot be flushed is reported as not written.
-func syncOutputs(results []batchResult, dir string) {
-	parallel(syncers, func(w int) {
-		for i := w; i < len(results); i += syncers {
-			if r := &results[i]; r.err == nil {
-				if err := syncFile(r.out); err != nil {
-					r.err = fmt.Errorf("cannot write %s: %w", r.out, err)
-				}
-			}
-		}
-	})
+// syncFolder flushes the folder that holds the outputs' names to disk, once
+// their files are; if it cannot, no output is known to be written.
+func syncFolder(results []batchResult, dir string) {
 	if err := syncFile(dir); err != nil {
 		for i := range results {
 			if results[i].err == nil {
