@@ -3,12 +3,9 @@ package render_test
 import (
 	"bytes"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/render"
@@ -33,27 +30,8 @@ func FuzzRender(f *testing.F) {
 			}
 			return
 		}
-		parseStream(t, result.Manifest)
+		cases.Objects(t, result.Manifest)
 	})
-}
-
-// parseStream parses a YAML stream strictly, and returns its documents.
-func parseStream(t *testing.T, stream []byte) []map[string]any {
-	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(stream))
-	dec.KnownFields(true)
-	var docs []map[string]any
-	for {
-		var doc map[string]any
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return docs
-		}
-		if err != nil {
-			t.Fatalf("the output is not valid YAML: %v\n%s", err, stream)
-		}
-		docs = append(docs, doc)
-	}
 }
 
 // Any string a user can type in a free-text setting comes out unchanged where
@@ -156,12 +134,12 @@ func checkNames(t *testing.T, s string) {
 		if !strings.Contains(string(result.Manifest), s) {
 			t.Fatalf("%s %q is not in the output", key, s)
 		}
-		parseStream(t, result.Manifest)
+		cases.Objects(t, result.Manifest)
 	}
 }
 
 func jobOf(t *testing.T, manifest []byte) map[string]any {
-	docs := parseStream(t, manifest)
+	docs := cases.Objects(t, manifest)
 	if len(docs) != 1 {
 		t.Fatalf("%d documents", len(docs))
 	}

@@ -92,7 +92,9 @@ type UpstreamCRD struct {
 	Module, Path, SHA256 string
 }
 
-// The upstream CRDs (see ../shared/reference/crds/README.md for their history).
+// The upstream CRDs. The PyTorchJob CRD left kubeflow/trainer's main branch
+// with the training operator v1; v1.9.4, of the release-1.9 branch, is the
+// newest release that has it.
 var (
 	AppWrapperCRD = UpstreamCRD{
 		Module: "github.com/project-codeflare/appwrapper@v1.2.0",
