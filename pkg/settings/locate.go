@@ -58,7 +58,7 @@ func (in *Input) locate(d diag.Diagnostic) diag.Diagnostic {
 				continue
 			}
 			at := value
-			if key != nil && (d.AtKey || depth < len(d.Path)) {
+			if key != nil && (d.AtKey || depth < len(d.Path) || isBlock(value)) {
 				at = key
 			}
 			d.Source, d.Line, d.Column = s.name, at.Line, at.Column
@@ -75,6 +75,13 @@ func (in *Input) locate(d diag.Diagnostic) diag.Diagnostic {
 		}
 	}
 	return d
+}
+
+// isBlock reports a list or mapping written over lines of its own, whose
+// problems belong on the line of its key rather than on its first entry.
+func isBlock(n *yaml.Node) bool {
+	n = resolve(n)
+	return (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && n.Style&yaml.FlowStyle == 0
 }
 
 // located is a key and value node of a parsed file.
