@@ -237,7 +237,34 @@ func syntaxError(err error, data []byte) (int, string) {
 			return line, "invalid YAML: this line is indented with a tab, which YAML does not allow; indent with spaces"
 		}
 	}
+	if strings.HasPrefix(m[2], "mapping values are not allowed") && line >= 1 && line <= len(lines) {
+		if fix := quoteValue(lines[line-1]); fix != "" {
+			return line, `invalid YAML: the value holds ": ", which YAML reads as the start of another key; put the value in quotes: ` + fix
+		}
+	}
 	return line, "invalid YAML: " + m[2] + "; check the indentation and quoting of this line and the lines around it"
+}
+
+var keyAndValue = regexp.MustCompile(`^\s*(-\s+)?([A-Za-z0-9_.-]+):\s+([^\s'"\[{|>&*!#].*?)(\s+#.*)?$`)
+
+// quoteValue rewrites a line such as `mainProgram: train.py --note: fast`,
+// whose value YAML cannot read because of the ": " in it, with the value in
+// quotes; "" when the line is not of that form.
+func quoteValue(text string) string {
+	m := keyAndValue.FindStringSubmatch(text)
+	if m == nil || !strings.Contains(m[3], ": ") {
+		return ""
+	}
+	return m[2] + ": " + quote(m[3])
+}
+
+// quote writes a YAML scalar in quotes: single ones when it holds double
+// quotes and no single one, so that it reads as written.
+func quote(value string) string {
+	if strings.Contains(value, `"`) && !strings.Contains(value, "'") {
+		return "'" + value + "'"
+	}
+	return strconv.Quote(value)
 }
 
 func describeNode(n *yaml.Node) string {

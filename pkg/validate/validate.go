@@ -436,11 +436,31 @@ func typeMessage(name string, node *schema.Schema, value any) string {
 		return msg + "; write it without quotes: " + assign(name, s)
 	case isScalar(value) && slices.Equal(expected, []string{"string"}):
 		return msg + "; put it in quotes: " + assign(name, fmt.Sprintf("%q", fmt.Sprint(value)))
+	case slices.Equal(expected, []string{"string"}) && colonText(value) != "":
+		return msg + `; YAML read the ": " in it as a key, so put the text in quotes: ` + assign(name, fmt.Sprintf("%q", colonText(value)))
 	case ex != "":
 		return msg + "; for example " + ex
 	default:
 		return msg
 	}
+}
+
+// colonText returns the text a one-entry mapping such as {echo a: b} was
+// meant to be, "echo a: b", when its key and value are both plain text or
+// numbers; "" otherwise.
+func colonText(value any) string {
+	m, ok := value.(map[string]any)
+	if !ok || len(m) != 1 {
+		return ""
+	}
+	for k, v := range m {
+		switch v.(type) {
+		case nil, []any, map[string]any:
+			return ""
+		}
+		return k + ": " + fmt.Sprint(v)
+	}
+	return ""
 }
 
 func typeWords(types []string) string {
