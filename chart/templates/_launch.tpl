@@ -7,7 +7,8 @@ of mainProgram into words for the kinds that run it without a shell.
 
 {{- /*
 torchwrap.setupScript: the lines every launch script starts with: Sakkara's rank
-when Sakkara schedules the pods, then the user's setupCommands, in order.
+when Sakkara schedules the pods, then the user's setupCommands, in order; a
+command written as a YAML block (- |) ends in a newline, which is dropped.
 */ -}}
 {{- define "torchwrap.setupScript" -}}
 {{- if eq (include "torchwrap.sakkara" .) "true" }}
@@ -15,7 +16,7 @@ echo "Sakkara schedules this job: RANK is the rank Sakkara assigned (${SAKKARA_R
 export RANK=$SAKKARA_RANK
 {{- end }}
 {{- range .setupCommands }}
-{{ . }}
+{{ trimSuffix "\n" . }}
 {{- end }}
 {{- end -}}
 
