@@ -1,10 +1,14 @@
 package validate
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/torchwrap/generator/schema"
 )
@@ -18,7 +22,9 @@ func (x *explainer) suggest(node *schema.Schema, value string) string {
 	switch x.defs[def] {
 	case "duration", "positiveDuration":
 		fix = durationFix(value)
-	case "jobName", "dnsLabel", "customLabelValue":
+	case "jobName":
+		fix = jobNameFix(value, *def.MaxLength)
+	case "dnsLabel", "customLabelValue":
 		fix = nameFix(value, false)
 	case "dnsSubdomain":
 		fix = nameFix(value, true)
@@ -82,6 +88,64 @@ func nameFix(value string, dots bool) string {
 		}
 	}
 	return strings.Trim(b.String(), "-.")
+}
+
+// jobNameFix makes a job name of value: nameFix, then "job-" before a leading
+// digit, cut to max characters without a final '-'.
+func jobNameFix(value string, max int) string {
+	fix := nameFix(value, false)
+	if fix != "" && fix[0] >= '0' && fix[0] <= '9' {
+		fix = "job-" + fix
+	}
+	if len(fix) > max {
+		fix = strings.TrimRight(fix[:max], "-")
+	}
+	return fix
+}
+
+// jobNameProblems says what exactly is wrong with a job name of at most max
+// characters, or "" when it cannot say (an empty name).
+func jobNameProblems(value string, max int) string {
+	if value == "" {
+		return ""
+	}
+	var problems []string
+	switch value[0] {
+	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		problems = append(problems, "it starts with a digit, not a letter")
+	case '-':
+		problems = append(problems, `it starts with "-", not a letter`)
+	}
+	if strings.HasSuffix(value, "-") {
+		problems = append(problems, `it ends with "-", not a letter or digit`)
+	}
+	var held []string
+	for _, r := range value {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+		case unicode.IsUpper(r):
+			if !slices.Contains(held, "capital letters") {
+				held = append(held, "capital letters")
+			}
+		case !slices.Contains(held, strconv.Quote(string(r))):
+			held = append(held, strconv.Quote(string(r)))
+		}
+	}
+	if len(held) > 0 {
+		problems = append(problems, "it holds "+andList(held)+", but only lowercase letters, digits and '-' are allowed")
+	}
+	if n := utf8.RuneCountInString(value); n > max {
+		problems = append(problems, fmt.Sprintf("it is %d characters long, more than %d", n, max))
+	}
+	return strings.Join(problems, "; ")
+}
+
+// andList writes words as "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 var bytesSuffix = regexp.MustCompile(`^([0-9.]+)\s*([kKmMgGtTpPeE])(i?)[bB]?$`)

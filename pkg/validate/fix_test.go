@@ -23,3 +23,32 @@ func TestImageFix(t *testing.T) {
 		require.Equal(t, want, imageFix(in), in)
 	}
 }
+
+func TestJobNameFix(t *testing.T) {
+	for in, want := range map[string]string{
+		"My_Job":  "my-job",
+		"1my-job": "job-1my-job",
+		"-job-":   "job",
+		"a-job-name-that-is-much-longer-than-fifty-characters":  "a-job-name-that-is-much-longer-than-fifty-characte",
+		"a-job-name-that-is-much-longer-than-fifty-character-s": "a-job-name-that-is-much-longer-than-fifty-characte",
+		"a-job-name-that-is-much-longer-than-fifty-charact--s":  "a-job-name-that-is-much-longer-than-fifty-charact",
+		"___": "",
+	} {
+		require.Equal(t, want, jobNameFix(in, 50), in)
+	}
+}
+
+func TestJobNameProblems(t *testing.T) {
+	for in, want := range map[string]string{
+		"1st-job": "it starts with a digit, not a letter",
+		"-job":    `it starts with "-", not a letter`,
+		"job-":    `it ends with "-", not a letter or digit`,
+		"my.job":  `it holds ".", but only lowercase letters, digits and '-' are allowed`,
+		"My Job":  `it holds capital letters and " ", but only lowercase letters, digits and '-' are allowed`,
+		"my-job-is-ten-characters-longer-than-the-limit-of-fifty": "it is 55 characters long, more than 50",
+		"":       "",
+		"my-job": "",
+	} {
+		require.Equal(t, want, jobNameProblems(in, 50), in)
+	}
+}

@@ -391,8 +391,14 @@ func (x *explainer) valueIssue(e schemaError) diag.Diagnostic {
 		if text == "" {
 			text = "is not valid: " + e.Description()
 		}
+		s, isText := value.(string)
+		if def := node.Resolved(); isText && x.defs[def] == "jobName" {
+			if problems := jobNameProblems(s, *def.MaxLength); problems != "" {
+				text = "is not a valid job name: " + problems
+			}
+		}
 		is.Message = show(value) + " " + text
-		if s, ok := value.(string); ok {
+		if isText {
 			if fix := x.suggest(node, s); fix != "" && fix != s {
 				is.Message += fmt.Sprintf("; use %q instead", fix)
 			}
