@@ -109,8 +109,8 @@ func TestAcceptedDurationsNeverOverflow(t *testing.T) {
 	require.False(t, duration("999999h999999h999999h"), "21 characters")
 }
 
-// The schema's names, label keys and values, environment variable names and
-// ConfigMap keys accept exactly what Kubernetes' own validation accepts (the
+// The schema's names, label keys and values, environment variable names,
+// ConfigMap keys and PriorityClass names accept exactly what Kubernetes' own validation accepts (the
 // contract's stricter custom labels: a subset of it).
 func TestNamesAgreeWithKubernetesValidation(t *testing.T) {
 	ok := func(errs []string) bool { return len(errs) == 0 }
@@ -121,6 +121,8 @@ func TestNamesAgreeWithKubernetesValidation(t *testing.T) {
 		"labelKey":     func(s string) bool { return ok(validation.IsQualifiedName(s)) },
 		"labelValue":   func(s string) bool { return ok(validation.IsValidLabelValue(s)) && s != "" },
 		"envVarName":   func(s string) bool { return ok(validation.IsEnvVarName(s)) },
+		// Kubernetes reserves the system- prefix for its own PriorityClasses.
+		"priorityClassName": func(s string) bool { return ok(validation.IsDNS1123Subdomain(s)) && !strings.HasPrefix(s, "system-") },
 	}
 	subsets := map[string]func(string) bool{
 		"customLabelKey":   exact["labelKey"],
@@ -168,6 +170,7 @@ func nameSamples() []string {
 	for _, n := range []int{49, 50, 51, 62, 63, 64, 252, 253, 254} {
 		samples = append(samples, strings.Repeat("a", n), strings.Repeat("a", n)+"/x", "x/"+strings.Repeat("a", n), strings.Repeat("a.", n/2)+"b")
 	}
+	samples = append(samples, "system-cluster-critical", "system-", "systems", "system.x", "x-system-y")
 	return samples
 }
 

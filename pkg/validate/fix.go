@@ -26,7 +26,7 @@ func (x *explainer) suggest(node *schema.Schema, value string) string {
 		fix = jobNameFix(value, *def.MaxLength)
 	case "dnsLabel", "customLabelValue":
 		fix = nameFix(value, false)
-	case "dnsSubdomain":
+	case "dnsSubdomain", "priorityClassName":
 		fix = nameFix(value, true)
 	case "memory":
 		fix = quantityFix(value)
@@ -34,13 +34,32 @@ func (x *explainer) suggest(node *schema.Schema, value string) string {
 		fix = imageFix(value)
 	}
 	// Propose only what the schema accepts.
-	if fix == "" || (def.MaxLength != nil && len(fix) > *def.MaxLength) {
-		return ""
-	}
-	if ok, err := regexp.MatchString(def.Pattern, fix); err != nil || !ok {
+	if fix == "" || !accepts(def, fix) {
 		return ""
 	}
 	return fix
+}
+
+// accepts tells whether a definition's text rules accept s: its length, its
+// pattern, not the pattern of its not, and those of each part of its allOf.
+func accepts(def *schema.Schema, s string) bool {
+	if def.MaxLength != nil && len(s) > *def.MaxLength {
+		return false
+	}
+	if ok, err := regexp.MatchString(def.Pattern, s); err != nil || !ok {
+		return false
+	}
+	if def.Not != nil && def.Not.Pattern != "" {
+		if ok, err := regexp.MatchString(def.Not.Pattern, s); err != nil || ok {
+			return false
+		}
+	}
+	for _, part := range def.AllOf {
+		if !accepts(part.Resolved(), s) {
+			return false
+		}
+	}
+	return true
 }
 
 var dayUnits = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?)(d|w)`)

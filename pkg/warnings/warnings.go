@@ -7,11 +7,13 @@ package warnings
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/schema"
 )
 
 // gracePeriods are the AppWrapper durations its controller caps at its
@@ -24,6 +26,10 @@ var gracePeriods = []string{
 // credentialWord matches the words of a variable name that say it holds a
 // credential: HF_TOKEN, WANDB_API_KEY, DB_PASSWORD.
 var credentialWord = regexp.MustCompile(`^(TOKEN|PASSWORD|PASSWD|SECRET|KEY|APIKEY|CREDENTIAL|CREDENTIALS)$`)
+
+// mlbatchPriorityClasses are the PriorityClasses of an MLBatch cluster, the
+// names the schema documents for priority.
+var mlbatchPriorityClasses = []string{"default-priority", "low-priority", "high-priority"}
 
 // Check returns the warnings about values, which must have passed validation.
 func Check(values map[string]any) []diag.Diagnostic {
@@ -43,6 +49,11 @@ func Check(values map[string]any) []diag.Diagnostic {
 		s, _ := values[key].(string)
 		if d, err := time.ParseDuration(s); err == nil && d > 24*time.Hour {
 			warn(diag.Path{key}, fmt.Sprintf("%s is longer than 24h, the longest grace period AppWrapper allows unless your cluster raised it: the controller will use 24h", s))
+		}
+	}
+	if p, _ := values["priority"].(string); !slices.Contains(mlbatchPriorityClasses, p) {
+		if guess := schema.Closest(p, mlbatchPriorityClasses, mlbatchPriorityClasses); guess != "" {
+			warn(diag.Path{"priority"}, fmt.Sprintf("%s names no MLBatch PriorityClass; did you mean %s? Keep %s only if your cluster has a PriorityClass of that name", p, guess, p))
 		}
 	}
 	if values["schedulerName"] == "default-scheduler" {

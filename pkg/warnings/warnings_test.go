@@ -1,12 +1,14 @@
 package warnings_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/warnings"
+	"github.com/torchwrap/generator/schema"
 )
 
 // Each warning is a diagnostic of warning severity at the key it concerns;
@@ -37,4 +39,36 @@ func TestWarningsAreWarningsAtTheirKeys(t *testing.T) {
 		"jobKind": "PyTorchJob", "mainProgram": "train.py", "schedulerName": "sakkara",
 		"environmentVariables": []any{map[string]any{"name": "HF_TOKEN", "secret": map[string]any{"name": "s", "key": "k"}}},
 	}))
+}
+
+// A priority close to one of MLBatch's PriorityClasses may be a slip; any
+// other is a cluster's own, and says nothing.
+func TestPriorityNearMLBatchNames(t *testing.T) {
+	for priority, warned := range map[string]bool{
+		"high": true, "Low-Priority": true, "default-priorty": true,
+		"high-priority": false, "default-priority": false, "t9k-high": false, "urgent": false,
+	} {
+		found := warnings.Check(map[string]any{"jobKind": "PyTorchJob", "priority": priority})
+		if !warned {
+			require.Empty(t, found, priority)
+			continue
+		}
+		require.Len(t, found, 1, priority)
+		require.Equal(t, "priority", found[0].Path.String())
+		require.Contains(t, found[0].Message, "did you mean ", priority)
+	}
+	require.Empty(t, warnings.Check(map[string]any{"jobKind": "PyTorchJob", "priority": nil}))
+}
+
+// The names the warning knows are those the schema documents.
+func TestMLBatchPriorityClassesAreTheSchemaExamples(t *testing.T) {
+	model, err := schema.Model()
+	require.NoError(t, err)
+	var examples []string
+	for _, raw := range model.Properties.Get("priority").Examples {
+		var name string
+		require.NoError(t, json.Unmarshal(raw, &name))
+		examples = append(examples, name)
+	}
+	require.ElementsMatch(t, warnings.MLBatchPriorityClasses, examples)
 }
