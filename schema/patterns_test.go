@@ -70,21 +70,26 @@ func TestDurationPatternsAgreeWithGo(t *testing.T) {
 	}
 }
 
-// The quantity pattern accepts exactly the quantities Kubernetes parses,
-// without a sign.
+// The quantity pattern of a CPU amount accepts exactly the quantities
+// Kubernetes parses, without a sign; that of a memory size the same, but for
+// units smaller than a byte: m, u, n and negative exponents.
 func TestQuantityPatternAgreesWithKubernetes(t *testing.T) {
+	cpu := definition(t, "cpu")
 	memory := definition(t, "memory")
-	numbers := []string{"0", "1", "100", "1.5", ".5", "5.", "1e3", "1E3", "1e-3", "1.5e2", "1e"}
+	numbers := []string{"0", "1", "100", "1.5", ".5", "5.", "1e3", "1E3", "1e-3", "1E-3", "1e+3", "1.5e2", "1e"}
 	suffixes := []string{"", "m", "k", "K", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "mi", "gi", "B", "GB", "GiB", " Gi"}
 	for _, s := range combinations([]string{"", "-", "+"}, numbers, suffixes) {
 		_, err := resource.ParseQuantity(s)
 		unsigned := !strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "+")
-		require.Equal(t, err == nil && unsigned, memory(s), "quantity %q", s)
+		require.Equal(t, err == nil && unsigned, cpu(s), "quantity %q", s)
+		subByte := strings.HasSuffix(s, "m") || strings.HasSuffix(s, "u") || strings.HasSuffix(s, "n") || strings.Contains(strings.ToLower(s), "e-")
+		require.Equal(t, err == nil && unsigned && !subByte, memory(s), "memory %q", s)
 	}
 	// Kubernetes reads a bare suffix or exponent ("Gi", "e3") as zero; the
 	// schema wants a number.
 	for _, s := range append(suffixes, "e3") {
-		require.False(t, memory(s), "quantity %q", s)
+		require.False(t, cpu(s), "quantity %q", s)
+		require.False(t, memory(s), "memory %q", s)
 	}
 }
 

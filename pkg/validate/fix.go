@@ -1,7 +1,9 @@
 package validate
 
 import (
+	"encoding/json"
 	"fmt"
+	"math/big"
 	"regexp"
 	"slices"
 	"strconv"
@@ -165,6 +167,37 @@ func andList(words []string) string {
 		return strings.Join(words, "")
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
+// memoryUnitFix proposes a size with a unit for a number written where a
+// memory size belongs (16 is 16Gi), when it is too small to be a number of
+// bytes; "" otherwise.
+func memoryUnitFix(value any) string {
+	n, ok := value.(json.Number)
+	if !ok {
+		return ""
+	}
+	if f, err := n.Float64(); err != nil || f >= schema.MemoryFloor {
+		return ""
+	}
+	return schema.MemoryGuess(n.String())
+}
+
+// milliCPUFix writes a number of CPUs with a fraction in millicores (0.5 is
+// 500m), when that is exact; "" otherwise.
+func milliCPUFix(value any) string {
+	n, ok := value.(json.Number)
+	if !ok {
+		return ""
+	}
+	r, ok := new(big.Rat).SetString(n.String())
+	if !ok || r.Sign() <= 0 || r.IsInt() {
+		return ""
+	}
+	if r.Mul(r, big.NewRat(1000, 1)); !r.IsInt() {
+		return ""
+	}
+	return r.Num().String() + "m"
 }
 
 var bytesSuffix = regexp.MustCompile(`^([0-9.]+)\s*([kKmMgGtTpPeE])(i?)[bB]?$`)

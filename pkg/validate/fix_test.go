@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -51,4 +52,18 @@ func TestJobNameProblems(t *testing.T) {
 	} {
 		require.Equal(t, want, jobNameProblems(in, 50), in)
 	}
+}
+
+func TestMemoryUnitFix(t *testing.T) {
+	for in, want := range map[string]string{"16": "16Gi", "1024": "1024Mi", "1048576": "", "17179869184": "", "0": ""} {
+		require.Equal(t, want, memoryUnitFix(json.Number(in)), in)
+	}
+	require.Empty(t, memoryUnitFix("16"))
+}
+
+func TestMilliCPUFix(t *testing.T) {
+	for in, want := range map[string]string{"0.5": "500m", "1.25": "1250m", "0.001": "1m", "2.5e-1": "250m", "0.0005": "", "2": "", "-0.5": "", "0": ""} {
+		require.Equal(t, want, milliCPUFix(json.Number(in)), in)
+	}
+	require.Empty(t, milliCPUFix("0.5"))
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/schema"
 )
@@ -26,6 +28,16 @@ var gracePeriods = []string{
 // credentialWord matches the words of a variable name that say it holds a
 // credential: HF_TOKEN, WANDB_API_KEY, DB_PASSWORD.
 var credentialWord = regexp.MustCompile(`^(TOKEN|PASSWORD|PASSWD|SECRET|KEY|APIKEY|CREDENTIAL|CREDENTIALS)$`)
+
+// memoryKeys are the settings that hold a size in bytes (the schema's memory
+// definition).
+var memoryKeys = []diag.Path{
+	{"totalMemoryPerPod"}, {"limitMemoryPerPod"}, {"sharedMemorySize"}, {"mountNVMe", "storage"},
+	{"tensorboardSpec", "resources", "requests", "memory"}, {"tensorboardSpec", "resources", "limits", "memory"},
+}
+
+// memoryFloor is schema.MemoryFloor as a quantity.
+var memoryFloor = resource.NewQuantity(schema.MemoryFloor, resource.BinarySI)
 
 // mlbatchPriorityClasses are the PriorityClasses of an MLBatch cluster, the
 // names the schema documents for priority.
@@ -51,6 +63,16 @@ func Check(values map[string]any) []diag.Diagnostic {
 			warn(diag.Path{key}, fmt.Sprintf("%s is longer than 24h, the longest grace period AppWrapper allows unless your cluster raised it: the controller will use 24h", s))
 		}
 	}
+	for _, path := range memoryKeys {
+		s, _ := at(values, path).(string)
+		if q, err := resource.ParseQuantity(s); err == nil && q.Cmp(*memoryFloor) < 0 {
+			fix := "write a size with a unit, such as 64Gi"
+			if guess := schema.MemoryGuess(s); guess != "" {
+				fix = "did you mean " + guess + "?"
+			}
+			warn(path, fmt.Sprintf("%q is %s bytes, less than %s; %s", s, strconv.FormatFloat(q.AsApproximateFloat64(), 'f', -1, 64), memoryFloor, fix))
+		}
+	}
 	if p, _ := values["priority"].(string); !slices.Contains(mlbatchPriorityClasses, p) {
 		if guess := schema.Closest(p, mlbatchPriorityClasses, mlbatchPriorityClasses); guess != "" {
 			warn(diag.Path{"priority"}, fmt.Sprintf("%s names no MLBatch PriorityClass; did you mean %s? Keep %s only if your cluster has a PriorityClass of that name", p, guess, p))
@@ -74,6 +96,16 @@ func Check(values map[string]any) []diag.Diagnostic {
 		}
 	}
 	return found
+}
+
+// at returns the value at path in values, or nil.
+func at(values map[string]any, path diag.Path) any {
+	var v any = values
+	for _, key := range path {
+		m, _ := v.(map[string]any)
+		v = m[key]
+	}
+	return v
 }
 
 func looksLikeCredential(name string) bool {

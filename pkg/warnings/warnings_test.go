@@ -2,6 +2,7 @@ package warnings_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -71,4 +72,49 @@ func TestMLBatchPriorityClassesAreTheSchemaExamples(t *testing.T) {
 		examples = append(examples, name)
 	}
 	require.ElementsMatch(t, warnings.MLBatchPriorityClasses, examples)
+}
+
+// A size below 1Mi is valid, but surely a unit left out: the warning says the
+// size in bytes and the size with a unit it most likely meant.
+func TestMemoryBelowOneMi(t *testing.T) {
+	found := warnings.Check(map[string]any{
+		"jobKind":           "PyTorchTrainingJob",
+		"totalMemoryPerPod": "16",
+		"limitMemoryPerPod": "1Mi",
+		"sharedMemorySize":  "512Ki",
+		"mountNVMe":         map[string]any{"storage": "0"},
+		"tensorboardSpec": map[string]any{"resources": map[string]any{
+			"requests": map[string]any{"memory": "0.5"},
+			"limits":   map[string]any{"memory": "64Gi", "cpu": "1"},
+		}},
+	})
+	messages := map[string]string{}
+	for _, d := range found {
+		require.Equal(t, diag.Warning, d.Severity)
+		messages[d.Path.String()] = d.Message
+	}
+	require.Equal(t, map[string]string{
+		"totalMemoryPerPod":                         `"16" is 16 bytes, less than 1Mi; did you mean 16Gi?`,
+		"sharedMemorySize":                          `"512Ki" is 524288 bytes, less than 1Mi; did you mean 512Mi?`,
+		"mountNVMe.storage":                         `"0" is 0 bytes, less than 1Mi; write a size with a unit, such as 64Gi`,
+		"tensorboardSpec.resources.requests.memory": `"0.5" is 0.5 bytes, less than 1Mi; did you mean 0.5Gi?`,
+	}, messages)
+}
+
+// The warning looks at every size setting the schema has.
+func TestMemoryKeysAreTheSchemas(t *testing.T) {
+	model, err := schema.Model()
+	require.NoError(t, err)
+	var paths []string
+	for _, k := range model.Keys() {
+		path := diag.Path(strings.Split(strings.ReplaceAll(k.Path, "[]", ".0"), "."))
+		if model.At(path).Resolved() == model.Definitions["memory"] {
+			paths = append(paths, k.Path)
+		}
+	}
+	var checked []string
+	for _, p := range warnings.MemoryKeys {
+		checked = append(checked, p.String())
+	}
+	require.ElementsMatch(t, paths, checked)
 }
