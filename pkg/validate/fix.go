@@ -153,20 +153,12 @@ func jobNameProblems(value string, max int) string {
 		}
 	}
 	if len(held) > 0 {
-		problems = append(problems, "it holds "+andList(held)+", but only lowercase letters, digits and '-' are allowed")
+		problems = append(problems, "it holds "+schema.AndList(held)+", but only lowercase letters, digits and '-' are allowed")
 	}
 	if n := utf8.RuneCountInString(value); n > max {
 		problems = append(problems, fmt.Sprintf("it is %d characters long, more than %d", n, max))
 	}
 	return strings.Join(problems, "; ")
-}
-
-// andList writes words as "a", "a and b", "a, b and c".
-func andList(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 // memoryUnitFix proposes a size with a unit for a number written where a

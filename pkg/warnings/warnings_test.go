@@ -118,3 +118,41 @@ func TestMemoryKeysAreTheSchemas(t *testing.T) {
 	}
 	require.ElementsMatch(t, paths, checked)
 }
+
+// What a T9k job runs as a list of words, without a shell, keeps $VAR and
+// ${VAR} as written; the warning rewrites them as Kubernetes' $(VAR).
+func TestShellVariablesWithoutAShell(t *testing.T) {
+	check := func(values map[string]any) map[string]string {
+		messages := map[string]string{}
+		for _, d := range warnings.Check(values) {
+			require.Equal(t, diag.Warning, d.Severity)
+			messages[d.Path.String()] = d.Message
+		}
+		return messages
+	}
+	program := "train.py --out $OUT_DIR/run --lr=${LR} --seed $SEED"
+	require.Equal(t, map[string]string{
+		"mainProgram": "$OUT_DIR, ${LR} and $SEED stay as written: T9k's torchrun runs mainProgram without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): mainProgram: train.py --out $(OUT_DIR)/run --lr=$(LR) --seed $(SEED)",
+	}, check(map[string]any{"jobKind": "PyTorchTrainingJob", "mainProgram": program}))
+	require.Equal(t, map[string]string{
+		"mainProgram": "$OUT_DIR, ${LR} and $SEED stay as written: the deepspeed launcher runs mainProgram without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): mainProgram: train.py --out $(OUT_DIR)/run --lr=$(LR) --seed $(SEED)",
+	}, check(map[string]any{"jobKind": "DeepSpeedJob", "mainProgram": program}))
+
+	// A shell runs it: in a PyTorchJob, and in a PyTorchTrainingJob with setupCommands.
+	require.Empty(t, check(map[string]any{"jobKind": "PyTorchJob", "mainProgram": program}))
+	require.Empty(t, check(map[string]any{"jobKind": "PyTorchTrainingJob", "mainProgram": program, "setupCommands": []any{"cd src"}}))
+
+	// Read as a shell reads it: quoted or escaped, $ is literal there too;
+	// between double quotes a shell expands it. $(VAR) is Kubernetes' own.
+	require.Equal(t, map[string]string{
+		"mainProgram": `$HERE stays as written: T9k's torchrun runs mainProgram without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): mainProgram: train.py '$LITERAL' \$ESCAPED "$(HERE)" $(ALREADY) $1 ${X:-y} $$`,
+	}, check(map[string]any{"jobKind": "PyTorchTrainingJob", "mainProgram": `train.py '$LITERAL' \$ESCAPED "$HERE" $(ALREADY) $1 ${X:-y} $$`}))
+
+	// Options go to torchrun and to the deepspeed launcher as they are, in every kind.
+	require.Equal(t, map[string]string{
+		"torchrun.extraOptions[1]": "$LOGS stays as written: torchrun options are passed without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): --log-dir=$(LOGS)",
+	}, check(map[string]any{"jobKind": "PyTorchJob", "torchrun": map[string]any{"extraOptions": []any{"--monitor-interval=5", "--log-dir=$LOGS"}}}))
+	require.Equal(t, map[string]string{
+		"deepspeed.otherArgs[0]": "${PORT} stays as written: the deepspeed launcher's arguments are passed without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): --master_port=$(PORT)",
+	}, check(map[string]any{"jobKind": "DeepSpeedJob", "deepspeed": map[string]any{"otherArgs": []any{"--master_port=${PORT}"}}}))
+}
