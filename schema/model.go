@@ -37,6 +37,7 @@ type Schema struct {
 	AnyOf         []*Schema          `json:"anyOf"`
 	OneOf         []*Schema          `json:"oneOf"`
 	AllOf         []*Schema          `json:"allOf"`
+	Not           *Schema            `json:"not"`
 	Then          *Schema            `json:"then"`
 	Definitions   map[string]*Schema `json:"definitions"`
 
@@ -154,6 +155,7 @@ func (s *Schema) link(root *Schema) {
 	s.AdditionalProperties.link(root)
 	s.PropertyNames.link(root)
 	s.Then.link(root)
+	s.Not.link(root)
 	for _, list := range [][]*Schema{s.AnyOf, s.OneOf, s.AllOf} {
 		for _, c := range list {
 			c.link(root)

@@ -70,21 +70,26 @@ func TestDurationPatternsAgreeWithGo(t *testing.T) {
 	}
 }
 
-// The quantity pattern accepts exactly the quantities Kubernetes parses,
-// without a sign.
+// The quantity pattern of a CPU amount accepts exactly the quantities
+// Kubernetes parses, without a sign; that of a memory size the same, but for
+// units smaller than a byte: m, u, n and negative exponents.
 func TestQuantityPatternAgreesWithKubernetes(t *testing.T) {
+	cpu := definition(t, "cpu")
 	memory := definition(t, "memory")
-	numbers := []string{"0", "1", "100", "1.5", ".5", "5.", "1e3", "1E3", "1e-3", "1.5e2", "1e"}
+	numbers := []string{"0", "1", "100", "1.5", ".5", "5.", "1e3", "1E3", "1e-3", "1E-3", "1e+3", "1.5e2", "1e"}
 	suffixes := []string{"", "m", "k", "K", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "mi", "gi", "B", "GB", "GiB", " Gi"}
 	for _, s := range combinations([]string{"", "-", "+"}, numbers, suffixes) {
 		_, err := resource.ParseQuantity(s)
 		unsigned := !strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "+")
-		require.Equal(t, err == nil && unsigned, memory(s), "quantity %q", s)
+		require.Equal(t, err == nil && unsigned, cpu(s), "quantity %q", s)
+		subByte := strings.HasSuffix(s, "m") || strings.HasSuffix(s, "u") || strings.HasSuffix(s, "n") || strings.Contains(strings.ToLower(s), "e-")
+		require.Equal(t, err == nil && unsigned && !subByte, memory(s), "memory %q", s)
 	}
 	// Kubernetes reads a bare suffix or exponent ("Gi", "e3") as zero; the
 	// schema wants a number.
 	for _, s := range append(suffixes, "e3") {
-		require.False(t, memory(s), "quantity %q", s)
+		require.False(t, cpu(s), "quantity %q", s)
+		require.False(t, memory(s), "memory %q", s)
 	}
 }
 
@@ -109,8 +114,8 @@ func TestAcceptedDurationsNeverOverflow(t *testing.T) {
 	require.False(t, duration("999999h999999h999999h"), "21 characters")
 }
 
-// The schema's names, label keys and values, environment variable names and
-// ConfigMap keys accept exactly what Kubernetes' own validation accepts (the
+// The schema's names, label keys and values, environment variable names,
+// ConfigMap keys and PriorityClass names accept exactly what Kubernetes' own validation accepts (the
 // contract's stricter custom labels: a subset of it).
 func TestNamesAgreeWithKubernetesValidation(t *testing.T) {
 	ok := func(errs []string) bool { return len(errs) == 0 }
@@ -121,6 +126,8 @@ func TestNamesAgreeWithKubernetesValidation(t *testing.T) {
 		"labelKey":     func(s string) bool { return ok(validation.IsQualifiedName(s)) },
 		"labelValue":   func(s string) bool { return ok(validation.IsValidLabelValue(s)) && s != "" },
 		"envVarName":   func(s string) bool { return ok(validation.IsEnvVarName(s)) },
+		// Kubernetes reserves the system- prefix for its own PriorityClasses.
+		"priorityClassName": func(s string) bool { return ok(validation.IsDNS1123Subdomain(s)) && !strings.HasPrefix(s, "system-") },
 	}
 	subsets := map[string]func(string) bool{
 		"customLabelKey":   exact["labelKey"],
@@ -168,6 +175,7 @@ func nameSamples() []string {
 	for _, n := range []int{49, 50, 51, 62, 63, 64, 252, 253, 254} {
 		samples = append(samples, strings.Repeat("a", n), strings.Repeat("a", n)+"/x", "x/"+strings.Repeat("a", n), strings.Repeat("a.", n/2)+"b")
 	}
+	samples = append(samples, "system-cluster-critical", "system-", "systems", "system.x", "x-system-y")
 	return samples
 }
 

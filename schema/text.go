@@ -22,3 +22,11 @@ func Wrap(text string, width int) []string {
 	}
 	return lines
 }
+
+// AndList writes words as a list in a sentence: "a", "a and b", "a, b and c".
+func AndList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

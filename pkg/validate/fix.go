@@ -1,10 +1,16 @@
 package validate
 
 import (
+	"encoding/json"
+	"fmt"
+	"math/big"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/torchwrap/generator/schema"
 )
@@ -18,9 +24,11 @@ func (x *explainer) suggest(node *schema.Schema, value string) string {
 	switch x.defs[def] {
 	case "duration", "positiveDuration":
 		fix = durationFix(value)
-	case "jobName", "dnsLabel", "customLabelValue":
+	case "jobName":
+		fix = jobNameFix(value, *def.MaxLength)
+	case "dnsLabel", "customLabelValue":
 		fix = nameFix(value, false)
-	case "dnsSubdomain":
+	case "dnsSubdomain", "priorityClassName":
 		fix = nameFix(value, true)
 	case "memory":
 		fix = quantityFix(value)
@@ -28,13 +36,32 @@ func (x *explainer) suggest(node *schema.Schema, value string) string {
 		fix = imageFix(value)
 	}
 	// Propose only what the schema accepts.
-	if fix == "" || (def.MaxLength != nil && len(fix) > *def.MaxLength) {
-		return ""
-	}
-	if ok, err := regexp.MatchString(def.Pattern, fix); err != nil || !ok {
+	if fix == "" || !accepts(def, fix) {
 		return ""
 	}
 	return fix
+}
+
+// accepts tells whether a definition's text rules accept s: its length, its
+// pattern, not the pattern of its not, and those of each part of its allOf.
+func accepts(def *schema.Schema, s string) bool {
+	if def.MaxLength != nil && len(s) > *def.MaxLength {
+		return false
+	}
+	if ok, err := regexp.MatchString(def.Pattern, s); err != nil || !ok {
+		return false
+	}
+	if def.Not != nil && def.Not.Pattern != "" {
+		if ok, err := regexp.MatchString(def.Not.Pattern, s); err != nil || ok {
+			return false
+		}
+	}
+	for _, part := range def.AllOf {
+		if !accepts(part.Resolved(), s) {
+			return false
+		}
+	}
+	return true
 }
 
 var dayUnits = regexp.MustCompile(`([0-9]+(?:\.[0-9]+)?)(d|w)`)
@@ -82,6 +109,87 @@ func nameFix(value string, dots bool) string {
 		}
 	}
 	return strings.Trim(b.String(), "-.")
+}
+
+// jobNameFix makes a job name of value: nameFix, then "job-" before a leading
+// digit, cut to max characters without a final '-'.
+func jobNameFix(value string, max int) string {
+	fix := nameFix(value, false)
+	if fix != "" && fix[0] >= '0' && fix[0] <= '9' {
+		fix = "job-" + fix
+	}
+	if len(fix) > max {
+		fix = strings.TrimRight(fix[:max], "-")
+	}
+	return fix
+}
+
+// jobNameProblems says what exactly is wrong with a job name of at most max
+// characters, or "" when it cannot say (an empty name).
+func jobNameProblems(value string, max int) string {
+	if value == "" {
+		return ""
+	}
+	var problems []string
+	switch value[0] {
+	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		problems = append(problems, "it starts with a digit, not a letter")
+	case '-':
+		problems = append(problems, `it starts with "-", not a letter`)
+	}
+	if strings.HasSuffix(value, "-") {
+		problems = append(problems, `it ends with "-", not a letter or digit`)
+	}
+	var held []string
+	for _, r := range value {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+		case unicode.IsUpper(r):
+			if !slices.Contains(held, "capital letters") {
+				held = append(held, "capital letters")
+			}
+		case !slices.Contains(held, strconv.Quote(string(r))):
+			held = append(held, strconv.Quote(string(r)))
+		}
+	}
+	if len(held) > 0 {
+		problems = append(problems, "it holds "+schema.AndList(held)+", but only lowercase letters, digits and '-' are allowed")
+	}
+	if n := utf8.RuneCountInString(value); n > max {
+		problems = append(problems, fmt.Sprintf("it is %d characters long, more than %d", n, max))
+	}
+	return strings.Join(problems, "; ")
+}
+
+// memoryUnitFix proposes a size with a unit for a number written where a
+// memory size belongs (16 is 16Gi), when it is too small to be a number of
+// bytes; "" otherwise.
+func memoryUnitFix(value any) string {
+	n, ok := value.(json.Number)
+	if !ok {
+		return ""
+	}
+	if f, err := n.Float64(); err != nil || f >= schema.MemoryFloor {
+		return ""
+	}
+	return schema.MemoryGuess(n.String())
+}
+
+// milliCPUFix writes a number of CPUs with a fraction in millicores (0.5 is
+// 500m), when that is exact; "" otherwise.
+func milliCPUFix(value any) string {
+	n, ok := value.(json.Number)
+	if !ok {
+		return ""
+	}
+	r, ok := new(big.Rat).SetString(n.String())
+	if !ok || r.Sign() <= 0 || r.IsInt() {
+		return ""
+	}
+	if r.Mul(r, big.NewRat(1000, 1)); !r.IsInt() {
+		return ""
+	}
+	return r.Num().String() + "m"
 }
 
 var bytesSuffix = regexp.MustCompile(`^([0-9.]+)\s*([kKmMgGtTpPeE])(i?)[bB]?$`)

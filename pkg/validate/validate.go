@@ -372,7 +372,7 @@ func (x *explainer) valueIssue(e schemaError) diag.Diagnostic {
 	is := diag.Diagnostic{Path: e.path}
 	switch e.Type() {
 	case "invalid_type", "number_any_of":
-		is.Message = typeMessage(name, node, value)
+		is.Message = typeMessage(name, node, x.defs[node.Resolved()], value)
 	case "enum":
 		var allowed []string
 		for _, a := range node.Resolved().Enum {
@@ -391,8 +391,14 @@ func (x *explainer) valueIssue(e schemaError) diag.Diagnostic {
 		if text == "" {
 			text = "is not valid: " + e.Description()
 		}
+		s, isText := value.(string)
+		if def := node.Resolved(); isText && x.defs[def] == "jobName" {
+			if problems := jobNameProblems(s, *def.MaxLength); problems != "" {
+				text = "is not a valid job name: " + problems
+			}
+		}
 		is.Message = show(value) + " " + text
-		if s, ok := value.(string); ok {
+		if isText {
 			if fix := x.suggest(node, s); fix != "" && fix != s {
 				is.Message += fmt.Sprintf("; use %q instead", fix)
 			}
@@ -416,9 +422,10 @@ func (x *explainer) valueIssue(e schemaError) diag.Diagnostic {
 }
 
 // typeMessage explains a value of the wrong type, with the fix for the usual
-// causes: quotes around a number, a number where text belongs, a single value
-// where a list belongs.
-func typeMessage(name string, node *schema.Schema, value any) string {
+// causes: quotes around a number, a number where text belongs (a size without
+// its unit), a fraction of a CPU, a single value where a list belongs. def
+// names the definition node resolves to, if any.
+func typeMessage(name string, node *schema.Schema, def string, value any) string {
 	if node == nil {
 		return fmt.Sprintf("%s is not allowed here", show(value))
 	}
@@ -434,6 +441,10 @@ func typeMessage(name string, node *schema.Schema, value any) string {
 	switch s, isString := value.(string); {
 	case isString && (slices.Contains(expected, "integer") || slices.Contains(expected, "number")) && isNumber(s):
 		return msg + "; write it without quotes: " + assign(name, s)
+	case def == "memory" && memoryUnitFix(value) != "":
+		return msg + "; a size needs a unit: " + assign(name, memoryUnitFix(value))
+	case def == "cpu" && milliCPUFix(value) != "":
+		return msg + "; write a fraction of a CPU in millicores: " + assign(name, milliCPUFix(value))
 	case isScalar(value) && slices.Equal(expected, []string{"string"}):
 		return msg + "; put it in quotes: " + assign(name, fmt.Sprintf("%q", fmt.Sprint(value)))
 	case slices.Equal(expected, []string{"string"}) && colonText(value) != "":

@@ -7,11 +7,15 @@ package warnings
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/schema"
 )
 
 // gracePeriods are the AppWrapper durations its controller caps at its
@@ -24,6 +28,20 @@ var gracePeriods = []string{
 // credentialWord matches the words of a variable name that say it holds a
 // credential: HF_TOKEN, WANDB_API_KEY, DB_PASSWORD.
 var credentialWord = regexp.MustCompile(`^(TOKEN|PASSWORD|PASSWD|SECRET|KEY|APIKEY|CREDENTIAL|CREDENTIALS)$`)
+
+// memoryKeys are the settings that hold a size in bytes (the schema's memory
+// definition).
+var memoryKeys = []diag.Path{
+	{"totalMemoryPerPod"}, {"limitMemoryPerPod"}, {"sharedMemorySize"}, {"mountNVMe", "storage"},
+	{"tensorboardSpec", "resources", "requests", "memory"}, {"tensorboardSpec", "resources", "limits", "memory"},
+}
+
+// memoryFloor is schema.MemoryFloor as a quantity.
+var memoryFloor = resource.NewQuantity(schema.MemoryFloor, resource.BinarySI)
+
+// mlbatchPriorityClasses are the PriorityClasses of an MLBatch cluster, the
+// names the schema documents for priority.
+var mlbatchPriorityClasses = []string{"default-priority", "low-priority", "high-priority"}
 
 // Check returns the warnings about values, which must have passed validation.
 func Check(values map[string]any) []diag.Diagnostic {
@@ -45,6 +63,21 @@ func Check(values map[string]any) []diag.Diagnostic {
 			warn(diag.Path{key}, fmt.Sprintf("%s is longer than 24h, the longest grace period AppWrapper allows unless your cluster raised it: the controller will use 24h", s))
 		}
 	}
+	for _, path := range memoryKeys {
+		s, _ := at(values, path).(string)
+		if q, err := resource.ParseQuantity(s); err == nil && q.Cmp(*memoryFloor) < 0 {
+			fix := "write a size with a unit, such as 64Gi"
+			if guess := schema.MemoryGuess(s); guess != "" {
+				fix = "did you mean " + guess + "?"
+			}
+			warn(path, fmt.Sprintf("%q is %s bytes, less than %s; %s", s, strconv.FormatFloat(q.AsApproximateFloat64(), 'f', -1, 64), memoryFloor, fix))
+		}
+	}
+	if p, _ := values["priority"].(string); !slices.Contains(mlbatchPriorityClasses, p) {
+		if guess := schema.Closest(p, mlbatchPriorityClasses, mlbatchPriorityClasses); guess != "" {
+			warn(diag.Path{"priority"}, fmt.Sprintf("%s names no MLBatch PriorityClass; did you mean %s? Keep %s only if your cluster has a PriorityClass of that name", p, guess, p))
+		}
+	}
 	if values["schedulerName"] == "default-scheduler" {
 		warn(diag.Path{"schedulerName"}, "default-scheduler places pods one by one and can leave GPUs fragmented across nodes; use it only when your administrator asks you to")
 	}
@@ -53,6 +86,28 @@ func Check(values map[string]any) []diag.Diagnostic {
 	}
 	if policy, _ := values["runPolicy"].(map[string]any); policy["cleanUpPolicy"] == "All" || policy["cleanUpPolicy"] == "Unfinished" {
 		warn(diag.Path{"runPolicy", "cleanUpPolicy"}, fmt.Sprintf("%s makes T9k delete pods that the AppWrapper counts to judge the job's health, and it may take a finished job for a failed one; None keeps them", policy["cleanUpPolicy"]))
+	}
+	program, _ := values["mainProgram"].(string)
+	if reason := withoutShell(values); reason != "" {
+		if vars, fixed := unexpanded(program, true); len(vars) > 0 {
+			warn(diag.Path{"mainProgram"}, kubernetesVariables(vars, reason, "mainProgram: "+fixed))
+		}
+	}
+	lists := []struct {
+		path   diag.Path
+		reason string
+	}{
+		{diag.Path{"torchrun", "extraOptions"}, "torchrun options are passed without a shell"},
+		{diag.Path{"deepspeed", "otherArgs"}, "the deepspeed launcher's arguments are passed without a shell"},
+	}
+	for _, list := range lists {
+		items, _ := at(values, list.path).([]any)
+		for i, item := range items {
+			text, _ := item.(string)
+			if vars, fixed := unexpanded(text, false); len(vars) > 0 {
+				warn(append(list.path[:len(list.path):len(list.path)], strconv.Itoa(i)), kubernetesVariables(vars, list.reason, fixed))
+			}
+		}
 	}
 	if first := firstWord(values["mainProgram"]); first != "" && !(values["jobKind"] == "DeepSpeedJob" && launch(values) == "exec") {
 		switch first {
@@ -63,6 +118,82 @@ func Check(values map[string]any) []diag.Diagnostic {
 		}
 	}
 	return found
+}
+
+// withoutShell says why mainProgram runs without a shell, as a list of words:
+// in a DeepSpeedJob, and in a PyTorchTrainingJob in T9k's torchrun mode
+// (without setupCommands), as the chart's torchwrap.wordsOfMainProgram
+// decides; "" when a shell runs it.
+func withoutShell(values map[string]any) string {
+	if program, _ := values["mainProgram"].(string); program == "" {
+		return ""
+	}
+	setup, _ := values["setupCommands"].([]any)
+	switch {
+	case values["jobKind"] == "DeepSpeedJob":
+		return "the deepspeed launcher runs mainProgram without a shell"
+	case values["jobKind"] == "PyTorchTrainingJob" && len(setup) == 0:
+		return "T9k's torchrun runs mainProgram without a shell"
+	}
+	return ""
+}
+
+// shellVariable is what a shell expands and Kubernetes does not, at the start
+// of the text: $NAME and ${NAME}.
+var shellVariable = regexp.MustCompile(`^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})`)
+
+// unexpanded finds the $NAME and ${NAME} of text, each once, and gives text
+// with each written as Kubernetes' $(NAME). With shell, text is read as a
+// shell reads it: $ is literal between single quotes and after a backslash.
+func unexpanded(text string, shell bool) (vars []string, fixed string) {
+	var b strings.Builder
+	single, double := false, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case shell && single:
+			single = c != '\''
+		case shell && c == '\\' && i+1 < len(text):
+			b.WriteByte(c)
+			i++
+			c = text[i]
+		case shell && c == '\'' && !double:
+			single = true
+		case shell && c == '"':
+			double = !double
+		case c == '$':
+			if m := shellVariable.FindStringSubmatch(text[i:]); m != nil {
+				if !slices.Contains(vars, m[0]) {
+					vars = append(vars, m[0])
+				}
+				b.WriteString("$(" + m[1] + m[2] + ")")
+				i += len(m[0]) - 1
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return vars, b.String()
+}
+
+// kubernetesVariables is the warning about shell variables that stay as
+// written, and why, with the text rewritten.
+func kubernetesVariables(vars []string, reason, fixed string) string {
+	verb := "stays"
+	if len(vars) > 1 {
+		verb = "stay"
+	}
+	return fmt.Sprintf("%s %s as written: %s; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): %s", schema.AndList(vars), verb, reason, fixed)
+}
+
+// at returns the value at path in values, or nil.
+func at(values map[string]any, path diag.Path) any {
+	var v any = values
+	for _, key := range path {
+		m, _ := v.(map[string]any)
+		v = m[key]
+	}
+	return v
 }
 
 func looksLikeCredential(name string) bool {

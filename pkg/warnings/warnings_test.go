@@ -1,12 +1,15 @@
 package warnings_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/warnings"
+	"github.com/torchwrap/generator/schema"
 )
 
 // Each warning is a diagnostic of warning severity at the key it concerns;
@@ -37,4 +40,119 @@ func TestWarningsAreWarningsAtTheirKeys(t *testing.T) {
 		"jobKind": "PyTorchJob", "mainProgram": "train.py", "schedulerName": "sakkara",
 		"environmentVariables": []any{map[string]any{"name": "HF_TOKEN", "secret": map[string]any{"name": "s", "key": "k"}}},
 	}))
+}
+
+// A priority close to one of MLBatch's PriorityClasses may be a slip; any
+// other is a cluster's own, and says nothing.
+func TestPriorityNearMLBatchNames(t *testing.T) {
+	for priority, warned := range map[string]bool{
+		"high": true, "Low-Priority": true, "default-priorty": true,
+		"high-priority": false, "default-priority": false, "t9k-high": false, "urgent": false,
+	} {
+		found := warnings.Check(map[string]any{"jobKind": "PyTorchJob", "priority": priority})
+		if !warned {
+			require.Empty(t, found, priority)
+			continue
+		}
+		require.Len(t, found, 1, priority)
+		require.Equal(t, "priority", found[0].Path.String())
+		require.Contains(t, found[0].Message, "did you mean ", priority)
+	}
+	require.Empty(t, warnings.Check(map[string]any{"jobKind": "PyTorchJob", "priority": nil}))
+}
+
+// The names the warning knows are those the schema documents.
+func TestMLBatchPriorityClassesAreTheSchemaExamples(t *testing.T) {
+	model, err := schema.Model()
+	require.NoError(t, err)
+	var examples []string
+	for _, raw := range model.Properties.Get("priority").Examples {
+		var name string
+		require.NoError(t, json.Unmarshal(raw, &name))
+		examples = append(examples, name)
+	}
+	require.ElementsMatch(t, warnings.MLBatchPriorityClasses, examples)
+}
+
+// A size below 1Mi is valid, but surely a unit left out: the warning says the
+// size in bytes and the size with a unit it most likely meant.
+func TestMemoryBelowOneMi(t *testing.T) {
+	found := warnings.Check(map[string]any{
+		"jobKind":           "PyTorchTrainingJob",
+		"totalMemoryPerPod": "16",
+		"limitMemoryPerPod": "1Mi",
+		"sharedMemorySize":  "512Ki",
+		"mountNVMe":         map[string]any{"storage": "0"},
+		"tensorboardSpec": map[string]any{"resources": map[string]any{
+			"requests": map[string]any{"memory": "0.5"},
+			"limits":   map[string]any{"memory": "64Gi", "cpu": "1"},
+		}},
+	})
+	messages := map[string]string{}
+	for _, d := range found {
+		require.Equal(t, diag.Warning, d.Severity)
+		messages[d.Path.String()] = d.Message
+	}
+	require.Equal(t, map[string]string{
+		"totalMemoryPerPod":                         `"16" is 16 bytes, less than 1Mi; did you mean 16Gi?`,
+		"sharedMemorySize":                          `"512Ki" is 524288 bytes, less than 1Mi; did you mean 512Mi?`,
+		"mountNVMe.storage":                         `"0" is 0 bytes, less than 1Mi; write a size with a unit, such as 64Gi`,
+		"tensorboardSpec.resources.requests.memory": `"0.5" is 0.5 bytes, less than 1Mi; did you mean 0.5Gi?`,
+	}, messages)
+}
+
+// The warning looks at every size setting the schema has.
+func TestMemoryKeysAreTheSchemas(t *testing.T) {
+	model, err := schema.Model()
+	require.NoError(t, err)
+	var paths []string
+	for _, k := range model.Keys() {
+		path := diag.Path(strings.Split(strings.ReplaceAll(k.Path, "[]", ".0"), "."))
+		if model.At(path).Resolved() == model.Definitions["memory"] {
+			paths = append(paths, k.Path)
+		}
+	}
+	var checked []string
+	for _, p := range warnings.MemoryKeys {
+		checked = append(checked, p.String())
+	}
+	require.ElementsMatch(t, paths, checked)
+}
+
+// What a T9k job runs as a list of words, without a shell, keeps $VAR and
+// ${VAR} as written; the warning rewrites them as Kubernetes' $(VAR).
+func TestShellVariablesWithoutAShell(t *testing.T) {
+	check := func(values map[string]any) map[string]string {
+		messages := map[string]string{}
+		for _, d := range warnings.Check(values) {
+			require.Equal(t, diag.Warning, d.Severity)
+			messages[d.Path.String()] = d.Message
+		}
+		return messages
+	}
+	program := "train.py --out $OUT_DIR/run --lr=${LR} --seed $SEED"
+	require.Equal(t, map[string]string{
+		"mainProgram": "$OUT_DIR, ${LR} and $SEED stay as written: T9k's torchrun runs mainProgram without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): mainProgram: train.py --out $(OUT_DIR)/run --lr=$(LR) --seed $(SEED)",
+	}, check(map[string]any{"jobKind": "PyTorchTrainingJob", "mainProgram": program}))
+	require.Equal(t, map[string]string{
+		"mainProgram": "$OUT_DIR, ${LR} and $SEED stay as written: the deepspeed launcher runs mainProgram without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): mainProgram: train.py --out $(OUT_DIR)/run --lr=$(LR) --seed $(SEED)",
+	}, check(map[string]any{"jobKind": "DeepSpeedJob", "mainProgram": program}))
+
+	// A shell runs it: in a PyTorchJob, and in a PyTorchTrainingJob with setupCommands.
+	require.Empty(t, check(map[string]any{"jobKind": "PyTorchJob", "mainProgram": program}))
+	require.Empty(t, check(map[string]any{"jobKind": "PyTorchTrainingJob", "mainProgram": program, "setupCommands": []any{"cd src"}}))
+
+	// Read as a shell reads it: quoted or escaped, $ is literal there too;
+	// between double quotes a shell expands it. $(VAR) is Kubernetes' own.
+	require.Equal(t, map[string]string{
+		"mainProgram": `$HERE stays as written: T9k's torchrun runs mainProgram without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): mainProgram: train.py '$LITERAL' \$ESCAPED "$(HERE)" $(ALREADY) $1 ${X:-y} $$`,
+	}, check(map[string]any{"jobKind": "PyTorchTrainingJob", "mainProgram": `train.py '$LITERAL' \$ESCAPED "$HERE" $(ALREADY) $1 ${X:-y} $$`}))
+
+	// Options go to torchrun and to the deepspeed launcher as they are, in every kind.
+	require.Equal(t, map[string]string{
+		"torchrun.extraOptions[1]": "$LOGS stays as written: torchrun options are passed without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): --log-dir=$(LOGS)",
+	}, check(map[string]any{"jobKind": "PyTorchJob", "torchrun": map[string]any{"extraOptions": []any{"--monitor-interval=5", "--log-dir=$LOGS"}}}))
+	require.Equal(t, map[string]string{
+		"deepspeed.otherArgs[0]": "${PORT} stays as written: the deepspeed launcher's arguments are passed without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): --master_port=$(PORT)",
+	}, check(map[string]any{"jobKind": "DeepSpeedJob", "deepspeed": map[string]any{"otherArgs": []any{"--master_port=${PORT}"}}}))
 }
