@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,26 +35,26 @@ func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) err
 	case out.file != "":
 		return settings.UsageError{Err: errors.New("-o and --out-dir cannot be used together")}
 	}
+	paths, err := outputPaths(out.dir, out.format, files)
+	if err != nil {
+		return err
+	}
 	results := make([]batchResult, len(files))
-	written := map[string]string{}
-	for i, file := range files {
-		if file == "-" {
-			return settings.UsageError{Err: errors.New("--out-dir renders files; standard input (-) has no name to write it to")}
-		}
-		base := filepath.Base(file)
-		path := filepath.Join(out.dir, strings.TrimSuffix(base, filepath.Ext(base))+"."+out.format)
-		if other, ok := written[path]; ok {
-			return settings.UsageError{Err: fmt.Errorf("%s and %s would both be written to %s; rename one", other, file, path)}
-		}
-		written[path] = file
+	for i, path := range paths {
 		results[i].out = path
 	}
-	if err := os.MkdirAll(out.dir, 0o755); err != nil {
-		return fmt.Errorf("cannot create %s: %w", out.dir, err)
+	var created []string
+	for _, dir := range folders(paths) {
+		made, err := makeFolder(dir)
+		created = append(created, made...)
+		if err != nil {
+			removeFolders(created)
+			return fmt.Errorf("cannot create %s: %w", dir, err)
+		}
 	}
 
 	f.renderShares(results, files, out)
-	syncFolder(results, out.dir)
+	syncFolders(results, removeFolders(created))
 
 	failed := 0
 	for i := range results {
@@ -69,6 +70,79 @@ func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) err
 	}
 	fmt.Fprintf(s.Err, "rendered %d file(s) into %s\n", len(files), out.dir)
 	return nil
+}
+
+// outputPaths names the output file of each settings file: its path below
+// the deepest folder that holds all the files, in dir, with the extension of
+// the format. So jobs/a/settings.yaml and jobs/b/settings.yaml are written to
+// dir/a/settings.yaml and dir/b/settings.yaml, and the files of one folder
+// to dir itself. Only files that differ in their extension alone can meet
+// there; they are refused, as are a file given twice and an output that
+// would overwrite a settings file.
+func outputPaths(dir, format string, files []string) ([]string, error) {
+	abs := make([]string, len(files))
+	given := map[string]string{} // a file as given, by its absolute path
+	for i, file := range files {
+		if file == "-" {
+			return nil, settings.UsageError{Err: errors.New("--out-dir renders files; standard input (-) has no name to write it to")}
+		}
+		var err error
+		if abs[i], err = filepath.Abs(file); err != nil {
+			return nil, err
+		}
+		if other, ok := given[abs[i]]; ok {
+			return nil, settings.UsageError{Err: fmt.Errorf("%s and %s are the same file; give it once", other, file)}
+		}
+		given[abs[i]] = file
+	}
+	common := filepath.Dir(abs[0])
+	for _, a := range abs[1:] {
+		for !inFolder(a, common) && filepath.Dir(common) != common {
+			common = filepath.Dir(common)
+		}
+	}
+	paths := make([]string, len(files))
+	written := map[string]string{} // a file, by the output it is written to
+	for i, file := range files {
+		rel, err := filepath.Rel(common, abs[i])
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, strings.TrimSuffix(rel, filepath.Ext(rel))+"."+format)
+		if other, ok := written[path]; ok {
+			return nil, settings.UsageError{Err: fmt.Errorf("%s and %s would both be written to %s; rename one", other, file, path)}
+		}
+		written[path] = file
+		absPath, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
+		if settingsFile, ok := given[absPath]; ok {
+			over := settingsFile
+			if settingsFile == file {
+				over += " itself"
+			}
+			return nil, settings.UsageError{Err: fmt.Errorf("--out-dir %s would write the manifest of %s over %s; choose another --out-dir", dir, file, over)}
+		}
+		paths[i] = path
+	}
+	return paths, nil
+}
+
+// inFolder tells whether the absolute path lies in folder, or below it.
+func inFolder(path, folder string) bool {
+	rel, err := filepath.Rel(folder, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// folders are the folders that hold the files, each once, in order.
+func folders(files []string) []string {
+	var dirs []string
+	for _, file := range files {
+		dirs = append(dirs, filepath.Dir(file))
+	}
+	slices.Sort(dirs)
+	return slices.Compact(dirs)
 }
 
 // renderShares renders the files in shares, on every CPU at once, and
@@ -171,14 +245,25 @@ func parallel(n int, work func(i int)) {
 	}
 }
 
-// syncFolder flushes the folder that holds the outputs' names to disk, once
-// their files are; if it cannot, no output is known to be written.
-func syncFolder(results []batchResult, dir string) {
-	if err := syncFile(dir); err != nil {
-		for i := range results {
-			if results[i].err == nil {
-				results[i].err = fmt.Errorf("cannot write %s: %w", results[i].out, err)
+// syncFolders flushes to disk the folders that hold the names of the
+// outputs written, once their files are, and the folders that hold the
+// folders the batch created and kept; if one cannot be, no output is known
+// to be written.
+func syncFolders(results []batchResult, kept []string) {
+	var written []string
+	for i := range results {
+		if results[i].err == nil {
+			written = append(written, results[i].out)
+		}
+	}
+	for _, dir := range folders(append(written, kept...)) {
+		if err := syncFile(dir); err != nil {
+			for i := range results {
+				if results[i].err == nil {
+					results[i].err = fmt.Errorf("cannot write %s: %w", results[i].out, err)
+				}
 			}
+			return
 		}
 	}
 }

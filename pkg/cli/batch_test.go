@@ -1,7 +1,7 @@
 package cli_test
 
 import (
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,43 +13,48 @@ import (
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
-// batchInputs copies every golden case and example into one folder, each
-// under a name of its own (golden cases are all called settings.yaml).
-func batchInputs(t *testing.T) (dir string, want map[string]string) {
+// batchInputs lists every golden case and example, where they are, and the
+// manifest each renders to alone, by the path of its output below the
+// repository, the folder that holds them all: the golden cases are all called
+// settings.yaml, each in a folder of its own.
+func batchInputs(t *testing.T) (files []string, want map[string]string) {
 	t.Helper()
-	dir = t.TempDir()
+	root := cases.Path(t)
 	want = map[string]string{}
+	output := func(file string) string {
+		rel, err := filepath.Rel(root, file)
+		require.NoError(t, err)
+		return rel
+	}
 	for _, c := range cases.Golden(t) {
-		copyFile(t, c.Settings(), filepath.Join(dir, c.Name+".yaml"))
-		want[c.Name] = readFile(t, filepath.Join(c.Dir, "expected.yaml"))
+		files = append(files, c.Settings())
+		want[output(c.Settings())] = readFile(t, filepath.Join(c.Dir, "expected.yaml"))
 	}
 	for _, e := range cases.Examples(t) {
-		name := strings.TrimSuffix(filepath.Base(e), ".yaml")
-		copyFile(t, e, filepath.Join(dir, name+".yaml"))
-		want[name] = render(t, "-f", e)
+		files = append(files, e)
+		want[output(e)] = render(t, "-f", e)
 	}
-	return dir, want
+	return files, want
 }
 
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	require.NoError(t, os.WriteFile(to, []byte(readFile(t, from)), 0o644))
-}
-
-// A batch writes, for every file, exactly what rendering it alone writes.
+// A batch writes, for every file, exactly what rendering it alone writes, at
+// its path below the folder that holds them all.
 func TestBatchOutputIsOneAtATimeOutput(t *testing.T) {
-	in, want := batchInputs(t)
-	files, err := filepath.Glob(filepath.Join(in, "*.yaml"))
-	require.NoError(t, err)
+	files, want := batchInputs(t)
 	out := filepath.Join(t.TempDir(), "manifests")
 	stdout, errOut, code := generator(t, nil, append([]string{"render", "--out-dir", out}, files...)...)
 	require.Equal(t, cli.ExitOK, code, errOut)
 	require.Empty(t, stdout)
 	require.True(t, strings.HasSuffix(errOut, "rendered "+strconv.Itoa(len(files))+" file(s) into "+out+"\n"), errOut)
-	written, err := os.ReadDir(out)
-	require.NoError(t, err)
-	require.Len(t, written, len(want))
+	written := 0
+	require.NoError(t, filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			written++
+		}
+		return err
+	}))
+	require.Equal(t, len(want), written)
 	for name, manifest := range want {
-		require.Equal(t, manifest, readFile(t, filepath.Join(out, name+".yaml")), name)
+		require.Equal(t, manifest, readFile(t, filepath.Join(out, name)), name)
 	}
 }

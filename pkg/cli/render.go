@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,15 +120,17 @@ problem it writes nothing: an existing output file is left as it was, and
 standard output stays empty.
 
 With --out-dir, render renders many settings files in one go, in parallel: each
-FILE (after the -f files and --set values, which apply to all) to
-DIR/<FILE's name without its extension>.yaml (or .json). A file with problems
-is reported with its name and the others are still written; the exit code is 1
-if any file failed.`,
+FILE (after the -f files and --set values, which apply to all) to its path
+below the deepest folder that holds all the FILEs, in DIR, with the extension
+.yaml (or .json). So jobs/a/settings.yaml and jobs/b/settings.yaml are written
+to DIR/a/settings.yaml and DIR/b/settings.yaml, and jobs/c.yaml to DIR/c.yaml;
+missing folders are created. A file with problems is reported with its name
+and the others are still written; the exit code is 1 if any file failed.`,
 		Example: `  generator render -f settings.yaml | kubectl apply -f -
   generator render -f base.yaml -f experiment.yaml --set numPods=8 -o job.yaml
   cat settings.yaml | generator render -f -
   generator render -f settings.yaml --output json | jq .spec.components[0].template.spec
-  generator render --out-dir manifests/ jobs/*.yaml`,
+  generator render --out-dir manifests/ jobs/*/settings.yaml`,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			if err := out.check(); err != nil {
 				return err
@@ -156,6 +159,38 @@ if any file failed.`,
 	cmd.Flags().StringVar(&out.dir, "out-dir", "", "render each FILE argument to a file of its own in this folder")
 	cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// makeFolder creates the folder dir, and the folders above it that are
+// missing, and returns the ones it created, each after its parent.
+func makeFolder(dir string) ([]string, error) {
+	_, err := os.Stat(dir)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // there, or not to be made: writing into it says why
+	}
+	var created []string
+	if parent := filepath.Dir(dir); parent != dir {
+		if created, err = makeFolder(parent); err != nil {
+			return created, err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); errors.Is(err, fs.ErrExist) {
+		return created, nil // made meanwhile, by another program
+	} else if err != nil {
+		return created, err
+	}
+	return append(created, dir), nil
+}
+
+// removeFolders removes again the folders makeFolder created that are
+// still empty, and returns the ones it kept.
+func removeFolders(created []string) (kept []string) {
+	for i := len(created) - 1; i >= 0; i-- {
+		if os.Remove(created[i]) != nil {
+			kept = append(kept, created[i])
+		}
+	}
+	return kept
 }
 
 // writeFile replaces path with data in one step: a reader sees the old file
