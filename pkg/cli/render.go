@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,14 +74,25 @@ type outputFlags struct {
 	file, dir, format string
 }
 
-// check refuses a format render does not write, and an -o that looks like
-// kubectl's -o FORMAT.
-func (o outputFlags) check() error {
-	if o.format != "yaml" && o.format != "json" {
+// resolve checks the output flags and settles the format: --output, else
+// the -o file's extension (.json for JSON), else YAML. It refuses a format
+// render does not write, an -o that looks like kubectl's -o FORMAT, and an
+// --output that the -o file's extension contradicts.
+func (o *outputFlags) resolve() error {
+	if o.format != "" && o.format != "yaml" && o.format != "json" {
 		return settings.UsageError{Err: fmt.Errorf("--output %s is not an output format; use yaml or json", o.format)}
 	}
 	if o.file == "yaml" || o.file == "json" {
 		return settings.UsageError{Err: fmt.Errorf("-o names the output file, and %s has no extension: for the format, use --output %s; for a file, use -o job.%s", o.file, o.file, o.file)}
+	}
+	ext := filepath.Ext(o.file)
+	named := map[string]string{".json": "json", ".yaml": "yaml", ".yml": "yaml"}[strings.ToLower(ext)]
+	switch {
+	case o.format == "":
+		o.format = cmp.Or(named, "yaml")
+	case named != "" && named != o.format:
+		return settings.UsageError{Err: fmt.Errorf("-o %s names a %s file, and --output %s asks for %s; drop --output %s, or use -o %s",
+			o.file, strings.ToUpper(named), o.format, strings.ToUpper(o.format), o.format, strings.TrimSuffix(o.file, ext)+"."+o.format)}
 	}
 	return nil
 }
@@ -115,9 +127,9 @@ func newRender(s Streams) *cobra.Command {
 		Use:   "render -f settings.yaml [-f more.yaml] [--set key=value] [-o FILE] [--output yaml|json] | --out-dir DIR FILE...",
 		Short: "Render the settings into an AppWrapper manifest",
 		Long: `Render validates the settings and writes the AppWrapper manifest to standard
-output, or to the file -o names, as YAML or (--output json) as JSON. On any
-problem it writes nothing: an existing output file is left as it was, and
-standard output stays empty.
+output, or to the file -o names, as YAML or as JSON (--output json, or an -o
+file named .json). On any problem it writes nothing: an existing output file is
+left as it was, and standard output stays empty.
 
 With --out-dir, render renders many settings files in one go, in parallel: each
 FILE (after the -f files and --set values, which apply to all) to its path
@@ -132,7 +144,7 @@ and the others are still written; the exit code is 1 if any file failed.`,
   generator render -f settings.yaml --output json | jq .spec.components[0].template.spec
   generator render --out-dir manifests/ jobs/*/settings.yaml`,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			if err := out.check(); err != nil {
+			if err := out.resolve(); err != nil {
 				return err
 			}
 			if out.dir != "" || len(args) > 0 {
@@ -154,8 +166,8 @@ and the others are still written; the exit code is 1 if any file failed.`,
 		}),
 	}
 	in.register(cmd.Flags())
-	cmd.Flags().StringVarP(&out.file, "output-file", "o", "", "write the manifest to this file (atomically) instead of standard output")
-	cmd.Flags().StringVar(&out.format, "output", "yaml", "output format: yaml or json")
+	cmd.Flags().StringVarP(&out.file, "output-file", "o", "", "write the manifest to this file (atomically) instead of standard output; a .json file gets JSON")
+	cmd.Flags().StringVar(&out.format, "output", "", "output format: yaml or json (default: json for an -o file named .json, else yaml)")
 	cmd.Flags().StringVar(&out.dir, "out-dir", "", "render each FILE argument to a file of its own in this folder")
 	cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
