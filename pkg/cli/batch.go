@@ -28,8 +28,6 @@ type batchResult struct {
 // written in the order of the files, whatever order they finish in.
 func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) error {
 	switch {
-	case out.dir == "":
-		return settings.UsageError{Err: errors.New("several settings files need --out-dir DIR to be written to; for one, use -f FILE")}
 	case len(files) == 0:
 		return settings.UsageError{Err: errors.New("--out-dir needs the settings files to render, such as: --out-dir manifests/ jobs/*.yaml")}
 	case out.file != "":

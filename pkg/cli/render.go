@@ -124,12 +124,14 @@ func newRender(s Streams) *cobra.Command {
 	var in inputFlags
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:   "render -f settings.yaml [-f more.yaml] [--set key=value] [-o FILE] [--output yaml|json] | --out-dir DIR FILE...",
+		Use:   "render [settings.yaml] [-f more.yaml]... [--set key=value] [-o FILE] [--output yaml|json] | --out-dir DIR FILE...",
 		Short: "Render the settings into an AppWrapper manifest",
 		Long: `Render validates the settings and writes the AppWrapper manifest to standard
 output, or to the file -o names, as YAML or as JSON (--output json, or an -o
-file named .json). On any problem it writes nothing: an existing output file is
-left as it was, and standard output stays empty.
+file named .json). The settings are the -f files, merged left to right, then
+the settings file given as an argument, then the --set values. On any problem
+it writes nothing: an existing output file is left as it was, and standard
+output stays empty.
 
 With --out-dir, render renders many settings files in one go, in parallel: each
 FILE (after the -f files and --set values, which apply to all) to its path
@@ -138,7 +140,7 @@ below the deepest folder that holds all the FILEs, in DIR, with the extension
 to DIR/a/settings.yaml and DIR/b/settings.yaml, and jobs/c.yaml to DIR/c.yaml;
 missing folders are created. A file with problems is reported with its name
 and the others are still written; the exit code is 1 if any file failed.`,
-		Example: `  generator render -f settings.yaml | kubectl apply -f -
+		Example: `  generator render settings.yaml | kubectl apply -f -
   generator render -f base.yaml -f experiment.yaml --set numPods=8 -o job.yaml
   cat settings.yaml | generator render -f -
   generator render -f settings.yaml --output json | jq .spec.components[0].template.spec
@@ -147,9 +149,13 @@ and the others are still written; the exit code is 1 if any file failed.`,
 			if err := out.resolve(); err != nil {
 				return err
 			}
-			if out.dir != "" || len(args) > 0 {
+			if out.dir != "" {
 				return in.renderBatch(s, out, args)
 			}
+			if len(args) > 1 {
+				return settings.UsageError{Err: errors.New("several settings files need --out-dir DIR, to render each to a file of its own; to merge them into one job, pass each with -f")}
+			}
+			in.files = append(in.files, args...)
 			result, err := in.render(s)
 			if err != nil {
 				return err
