@@ -47,7 +47,7 @@ func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) err
 		created = append(created, made...)
 		if err != nil {
 			removeFolders(created)
-			return fmt.Errorf("cannot create %s: %w", dir, err)
+			return fmt.Errorf("cannot create the folder %s: %w", dir, ioCause(err))
 		}
 	}
 
@@ -159,7 +159,7 @@ func (f *inputFlags) renderShares(results []batchResult, files []string, out out
 		if i >= workers {
 			for r := range written {
 				if err := syncFile(r.out); err != nil {
-					r.err = fmt.Errorf("cannot write %s: %w", r.out, err)
+					r.err = fmt.Errorf("cannot write %s: %w", r.out, ioCause(err))
 				}
 			}
 			return
@@ -258,7 +258,7 @@ func syncFolders(results []batchResult, kept []string) {
 		if err := syncFile(dir); err != nil {
 			for i := range results {
 				if results[i].err == nil {
-					results[i].err = fmt.Errorf("cannot write %s: %w", results[i].out, err)
+					results[i].err = fmt.Errorf("cannot write %s: %w", results[i].out, ioCause(err))
 				}
 			}
 			return

@@ -46,7 +46,8 @@ is. Its first line is a yaml-language-server modeline that points editors (VS
 Code with the YAML extension, Neovim, Helix, ...) at the settings schema, so that
 they complete and check the keys as you type.
 
-Init never overwrites a file: choose another name, or remove the old file first.`,
+Init creates the folder of FILE if need be, and never overwrites a file: choose
+another name, or remove the old file first.`,
 		Example: `  generator init
   generator init --kind PyTorchTrainingJob training/settings.yaml
   generator schema > settings.schema.json && generator init --schema settings.schema.json`,
@@ -80,7 +81,7 @@ Init never overwrites a file: choose another name, or remove the old file first.
 				_, err = s.Out.Write(text)
 				return err
 			}
-			if err := createFile(file, text); err != nil {
+			if err := withFolder(file, func() error { return createFile(file, text) }); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(s.Err, "wrote %s, a %s; render it with: generator render -f %s\n", file, kind, file)
@@ -106,7 +107,7 @@ func createFile(path string, data []byte) (err error) {
 		return fmt.Errorf("%s exists already, and init does not overwrite files; name another file, or remove it first", path)
 	}
 	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
+		return fmt.Errorf("cannot write %s: %w", path, ioCause(err))
 	}
 	defer func() {
 		if closeErr := f.Close(); err == nil {
@@ -114,7 +115,7 @@ func createFile(path string, data []byte) (err error) {
 		}
 		if err != nil {
 			os.Remove(path)
-			err = fmt.Errorf("cannot write %s: %w", path, err)
+			err = fmt.Errorf("cannot write %s: %w", path, ioCause(err))
 		}
 	}()
 	_, err = f.Write(data)

@@ -67,3 +67,19 @@ func TestInitSchemaAndKindFlags(t *testing.T) {
 	require.Empty(t, out)
 	require.Contains(t, errOut, "Error: --kind TFJob is not a job kind; use one of PyTorchJob, PyTorchTrainingJob, DeepSpeedJob\n")
 }
+
+// init creates the folders of FILE when missing, and says why when it
+// cannot write FILE, without the name of any file of its own.
+func TestInitIntoAMissingFolder(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "jobs", "first", "settings.yaml")
+	_, errOut, code := generator(t, nil, "init", file)
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Contains(t, readFile(t, file), "\njobKind: PyTorchJob\n")
+
+	file = filepath.Join(file, "settings.yaml")
+	out, errOut, code := generator(t, nil, "init", file)
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Empty(t, out)
+	require.Equal(t, "Error: cannot write "+file+": not a directory\n", errOut)
+}

@@ -168,11 +168,11 @@ and the others are still written; the exit code is 1 if any file failed.`,
 				_, err = s.Out.Write(data)
 				return err
 			}
-			return writeFile(out.file, data, true)
+			return withFolder(out.file, func() error { return writeFile(out.file, data, true) })
 		}),
 	}
 	in.register(cmd.Flags())
-	cmd.Flags().StringVarP(&out.file, "output-file", "o", "", "write the manifest to this file (atomically) instead of standard output; a .json file gets JSON")
+	cmd.Flags().StringVarP(&out.file, "output-file", "o", "", "write the manifest to this file (atomically, creating its folder if need be) instead of standard output; a .json file gets JSON")
 	cmd.Flags().StringVar(&out.format, "output", "", "output format: yaml or json (default: json for an -o file named .json, else yaml)")
 	cmd.Flags().StringVar(&out.dir, "out-dir", "", "render each FILE argument to a file of its own in this folder")
 	cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]cobra.Completion{"yaml", "json"}, cobra.ShellCompDirectiveNoFileComp))
@@ -198,6 +198,37 @@ func makeFolder(dir string) ([]string, error) {
 		return created, err
 	}
 	return append(created, dir), nil
+}
+
+// withFolder runs write, which writes the file path, once the folders that
+// are to hold path exist; if write fails, the folders it created are removed
+// again.
+func withFolder(path string, write func() error) error {
+	created, err := makeFolder(filepath.Dir(path))
+	if err != nil {
+		err = fmt.Errorf("cannot write %s: %w", path, ioCause(err))
+	} else {
+		err = write()
+	}
+	if err != nil {
+		removeFolders(created)
+	}
+	return err
+}
+
+// ioCause is what went wrong in a file operation, without the operation and
+// the path it names, which may be a file of the generator's own, such as a
+// temporary file: the caller names the user's file instead.
+func ioCause(err error) error {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	switch {
+	case errors.As(err, &pathErr):
+		return pathErr.Err
+	case errors.As(err, &linkErr):
+		return linkErr.Err
+	}
+	return err
 }
 
 // removeFolders removes again the folders makeFolder created that are
@@ -231,13 +262,13 @@ func writeFile(path string, data []byte, durable bool) (err error) {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
+		return fmt.Errorf("cannot write %s: %w", path, ioCause(err))
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
-			err = fmt.Errorf("cannot write %s: %w", path, err)
+			err = fmt.Errorf("cannot write %s: %w", path, ioCause(err))
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
