@@ -23,7 +23,8 @@ its type, its default, the values it allows, the rules it follows, an example,
 and its fields when it holds some. Without KEY, it lists the keys by section.
 
 Fields are written with dots, and the fields of list items with [] (or without):
-sshGitCloneConfig.secretName, environmentVariables[].name.`,
+sshGitCloneConfig.secretName, environmentVariables[].name. A field whose name no
+other key has can be named alone: rdzvBackend for torchrun.rdzvBackend.`,
 		Example: `  generator explain
   generator explain numGpusPerPod
   generator explain environmentVariables[].secret`,
@@ -51,17 +52,50 @@ sshGitCloneConfig.secretName, environmentVariables[].name.`,
 			if len(args) == 0 {
 				return listKeys(s.Out, keys)
 			}
-			key, ok, suggestion := keys.Find(args[0])
-			switch {
-			case ok:
-				return explainKey(s.Out, keys, key)
-			case suggestion != "":
-				return settings.UsageError{Err: fmt.Errorf("%q is not a key of settings.yaml; did you mean %s?", args[0], suggestion)}
-			default:
-				return settings.UsageError{Err: fmt.Errorf("%q is not a key of settings.yaml; 'generator explain' lists them", args[0])}
+			key, err := find(keys, args[0])
+			if err != nil {
+				return err
 			}
+			return explainKey(s.Out, keys, key)
 		}),
 	}
+}
+
+// find returns the key a user names: by its path, as schema.Keys.Find finds
+// it, or by its own name when no other key has that name (rdzvBackend for
+// torchrun.rdzvBackend). Otherwise the error suggests the keys of that name,
+// or the key the name most likely means.
+func find(keys schema.Keys, name string) (schema.Key, error) {
+	key, ok, suggestion := keys.Find(name)
+	if ok {
+		return key, nil
+	}
+	var named []schema.Key
+	var paths, lower []string // every key's path, and its own name in lower case
+	for _, k := range keys {
+		own := k.Path[strings.LastIndexAny(k.Path, ".]")+1:]
+		if own == name {
+			named = append(named, k)
+		}
+		paths = append(paths, k.Path)
+		lower = append(lower, strings.ToLower(own))
+	}
+	switch {
+	case len(named) == 1:
+		return named[0], nil
+	case len(named) > 1:
+		var names []string
+		for _, k := range named {
+			names = append(names, k.Path)
+		}
+		return schema.Key{}, settings.UsageError{Err: fmt.Errorf("%q is the name of several keys: %s; explain one of them", name, strings.Join(names, ", "))}
+	case suggestion == "":
+		suggestion = schema.Closest(name, paths, lower)
+	}
+	if suggestion != "" {
+		return schema.Key{}, settings.UsageError{Err: fmt.Errorf("%q is not a key of settings.yaml; did you mean %s?", name, suggestion)}
+	}
+	return schema.Key{}, settings.UsageError{Err: fmt.Errorf("%q is not a key of settings.yaml; 'generator explain' lists them", name)}
 }
 
 // listKeys writes the top-level keys by section, each with its type and the

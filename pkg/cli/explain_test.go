@@ -64,3 +64,24 @@ func TestExplainUnknownKey(t *testing.T) {
 	require.Equal(t, cli.ExitUsage, code)
 	require.Contains(t, errOut, `"nothing.like.it" is not a key of settings.yaml; 'generator explain' lists them`)
 }
+
+// A key is found by its own name too, when no other key has that name;
+// otherwise the keys of that name, or the key it most likely means, are
+// suggested.
+func TestExplainFindsAKeyByItsOwnName(t *testing.T) {
+	want, errOut, code := generator(t, nil, "explain", "torchrun.rdzvBackend")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	out, errOut, code := generator(t, nil, "explain", "rdzvBackend")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, want, out)
+
+	for name, message := range map[string]string{
+		"rdzvbackend": `"rdzvbackend" is not a key of settings.yaml; did you mean torchrun.rdzvBackend?`,
+		"mountPath":   `"mountPath" is the name of several keys: volumes[].mountPath, mountNVMe.mountPath; explain one of them`,
+	} {
+		out, errOut, code := generator(t, nil, "explain", name)
+		require.Equal(t, cli.ExitUsage, code, name)
+		require.Empty(t, out)
+		require.Contains(t, errOut, "Error: "+message+"\n", name)
+	}
+}

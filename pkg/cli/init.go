@@ -57,8 +57,15 @@ another name, or remove the old file first.`,
 			if err != nil {
 				return err
 			}
-			if !slices.Contains(kinds(sch), kind) {
-				return settings.UsageError{Err: fmt.Errorf("--kind %s is not a job kind; use one of %s", kind, strings.Join(kinds(sch), ", "))}
+			if all := kinds(sch); !slices.Contains(all, kind) {
+				var lower []string
+				for _, k := range all {
+					lower = append(lower, strings.ToLower(k))
+				}
+				if guess := schema.Closest(kind, all, lower); guess != "" {
+					return settings.UsageError{Err: fmt.Errorf("--kind %s is not a job kind; did you mean %s? (the kinds are %s)", kind, guess, strings.Join(all, ", "))}
+				}
+				return settings.UsageError{Err: fmt.Errorf("--kind %s is not a job kind; use one of %s", kind, strings.Join(all, ", "))}
 			}
 			if schemaRef == "" {
 				if schemaRef, err = schemaURL(); err != nil {

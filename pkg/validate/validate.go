@@ -333,7 +333,7 @@ func (x *explainer) unknownKeyIssue(e schemaError) diag.Diagnostic {
 	case len(allowed) <= 8:
 		msg += "; the keys allowed here are " + strings.Join(allowed, ", ")
 	default:
-		msg += "; check its spelling, or remove it (generator schema lists every key)"
+		msg += "; check its spelling, or remove it (generator explain lists every key)"
 	}
 	return diag.Diagnostic{Path: path, Message: msg, AtKey: true}
 }
