@@ -158,4 +158,18 @@ func TestCompletion(t *testing.T) {
 	require.Equal(t, "PyTorchJob\nPyTorchTrainingJob\nDeepSpeedJob\n:4\n", out)
 	out, _, _ = generator(t, nil, "__complete", "render", "--output", "")
 	require.Equal(t, "yaml\njson\n:4\n", out)
+
+	// --set and --set-string complete the keys, followed by = (or by . for
+	// a map), and nothing after the =.
+	for _, args := range [][]string{{"render", "--set"}, {"render", "--set-string"}, {"validate", "--set"}} {
+		out, _, code = generator(t, nil, append(append([]string{"__complete"}, args...), "num")...)
+		require.Equal(t, cli.ExitOK, code)
+		require.Contains(t, out, "\nnumGpusPerPod=\t", args)
+		require.Contains(t, out, "\nenvironmentVariables[0].name=\t", args)
+		require.Contains(t, out, "\npodLabels.\t", args)
+		require.NotContains(t, out, "\nenvironmentVariables=", args)
+		require.True(t, strings.HasSuffix(out, "\n:6\n"), "no space after the key, no file names: %s", out)
+	}
+	out, _, _ = generator(t, nil, "__complete", "render", "--set", "numPods=")
+	require.Equal(t, ":4\n", out)
 }

@@ -13,12 +13,12 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/schema"
 )
 
 // inputFlags are the flags that say where the settings come from, shared by
@@ -28,11 +28,39 @@ type inputFlags struct {
 	strict                  bool
 }
 
-func (f *inputFlags) register(fs *pflag.FlagSet) {
+func (f *inputFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
 	fs.StringArrayVarP(&f.files, "values", "f", nil, "settings file; repeat to merge several, left to right; - reads standard input")
-	fs.StringArrayVar(&f.sets, "set", nil, "set a setting, as helm does: key=value, a.b=value, list[0]=value, list={a,b}; applied after the files")
+	fs.StringArrayVar(&f.sets, "set", nil, "set settings, as helm does: key=value, a.b=value, list[0]=value, list={a,b}, several separated by commas (\\, for a comma in a value); applied after the files")
 	fs.StringArrayVar(&f.setStrings, "set-string", nil, "like --set, but the value is always a string")
 	fs.BoolVar(&f.strict, "strict", false, "treat warnings as errors: render nothing when there is one")
+	cmd.RegisterFlagCompletionFunc("set", completeSet)
+	cmd.RegisterFlagCompletionFunc("set-string", completeSet)
+}
+
+// completeSet completes the key of a --set key=value: each key that takes a
+// value, with the first item of a list ([0]), followed by = (or by . for a
+// map, whose keys are the user's).
+func completeSet(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if strings.Contains(toComplete, "=") {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	sch, err := schema.Model()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var keys []cobra.Completion
+	for _, k := range sch.Keys() {
+		if len(k.Fields) > 0 {
+			continue
+		}
+		key, then := strings.ReplaceAll(k.Path, "[]", "[0]"), "="
+		if strings.HasPrefix(k.Type, "map of ") {
+			then = "."
+		}
+		keys = append(keys, cobra.CompletionWithDesc(key+then, firstSentence(k.Description)))
+	}
+	return keys, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 }
 
 // render loads, validates and renders the settings, and writes the warnings
@@ -171,7 +199,7 @@ and the others are still written; the exit code is 1 if any file failed.`,
 			return withFolder(out.file, func() error { return writeFile(out.file, data, true) })
 		}),
 	}
-	in.register(cmd.Flags())
+	in.register(cmd)
 	cmd.Flags().StringVarP(&out.file, "output-file", "o", "", "write the manifest to this file (atomically, creating its folder if need be) instead of standard output; a .json file gets JSON")
 	cmd.Flags().StringVar(&out.format, "output", "", "output format: yaml or json (default: json for an -o file named .json, else yaml)")
 	cmd.Flags().StringVar(&out.dir, "out-dir", "", "render each FILE argument to a file of its own in this folder")

@@ -34,6 +34,6 @@ as an argument, then the --set values.`,
 			return err
 		}),
 	}
-	in.register(cmd.Flags())
+	in.register(cmd)
 	return cmd
 }

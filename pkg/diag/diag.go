@@ -103,6 +103,10 @@ type Diagnostic struct {
 	// AtKey places the diagnostic on the key itself rather than on its value,
 	// for keys that should not be there at all.
 	AtKey bool
+	// Expected, for a value of the wrong type, is the types the key takes,
+	// as JSON Schema names them ("string", "integer", ...), so that the fix
+	// can be given for where the value came from, such as --set.
+	Expected []string
 
 	Source string // file name, "<stdin>", or "--set key=value"; "" until placed
 	Line   int    // 1-based; 0 when the source has no lines (--set)

@@ -55,6 +55,7 @@ type source struct {
 	name   string
 	doc    *yaml.Node     // the parsed file, with positions
 	values map[string]any // what one --set argument sets
+	set    string         // the argument of --set, which types its values
 	index  map[string]located
 }
 
@@ -95,13 +96,21 @@ func Load(opts Options) (*Input, error) {
 	} {
 		for _, arg := range set.args {
 			own := map[string]any{}
-			if err := set.into(arg, own); err != nil {
+			err := set.into(arg, own)
+			if err == nil {
+				err = set.into(arg, in.Values)
+			}
+			if err != nil && strings.Contains(arg, ",") {
+				err = fmt.Errorf(`%w; commas separate the settings of one %s: write a comma inside a value as \,`, err, set.flag)
+			}
+			if err != nil {
 				return nil, UsageError{fmt.Errorf("%s %s: %w", set.flag, arg, err)}
 			}
-			if err := set.into(arg, in.Values); err != nil {
-				return nil, UsageError{fmt.Errorf("%s %s: %w", set.flag, arg, err)}
+			src := source{name: set.flag + " " + arg, values: own}
+			if set.flag == "--set" {
+				src.set = arg
 			}
-			in.sources = append(in.sources, source{name: set.flag + " " + arg, values: own})
+			in.sources = append(in.sources, src)
 		}
 	}
 	return in, nil

@@ -1,10 +1,14 @@
 package settings
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"helm.sh/helm/v3/pkg/strvals"
 
 	"github.com/torchwrap/generator/pkg/diag"
 )
@@ -47,8 +51,11 @@ func (in *Input) locate(d diag.Diagnostic) diag.Diagnostic {
 		for i := len(in.sources) - 1; i >= 0; i-- {
 			s := &in.sources[i]
 			if s.doc == nil {
-				if hasPath(s.values, prefix) {
+				if value, ok := valueAt(s.values, prefix); ok {
 					d.Source = s.name
+					if depth == len(d.Path) {
+						d.Message += s.setStringFix(d, value)
+					}
 					return d
 				}
 				continue
@@ -183,25 +190,65 @@ func lookupKey(m *yaml.Node, name string) (key, value *yaml.Node) {
 	return nil, nil
 }
 
-func hasPath(values map[string]any, path diag.Path) bool {
+// valueAt returns the value at path in values, and whether there is one.
+func valueAt(values map[string]any, path diag.Path) (any, bool) {
 	var cur any = values
 	for _, seg := range path {
 		switch c := cur.(type) {
 		case map[string]any:
 			next, ok := c[seg]
 			if !ok {
-				return false
+				return nil, false
 			}
 			cur = next
 		case []any:
 			i, err := strconv.Atoi(seg)
 			if err != nil || i < 0 || i >= len(c) {
-				return false
+				return nil, false
 			}
 			cur = c[i]
 		default:
-			return false
+			return nil, false
 		}
 	}
-	return true
+	return cur, true
+}
+
+// setStringFix is the fix for a --set value that --set read as a number or
+// a boolean, where the key of d takes text: --set-string, with the value as
+// the argument wrote it. It is "" for any other diagnostic.
+func (s *source) setStringFix(d diag.Diagnostic, value any) string {
+	var kind string
+	switch value.(type) {
+	case bool:
+		kind = "a boolean"
+	case int64:
+		kind = "a number"
+	}
+	if s.set == "" || kind == "" || !slices.Contains(d.Expected, "string") {
+		return ""
+	}
+	texts, err := strvals.ParseString(s.set)
+	if err != nil {
+		return ""
+	}
+	text, _ := valueAt(texts, d.Path)
+	return fmt.Sprintf("; --set reads %s as %s: for text, use --set-string %s=%s", text, kind, setKey(d.Path), text)
+}
+
+// setKey writes a key path as --set writes it: a.b[0].c, with the dots
+// inside a key escaped.
+func setKey(path diag.Path) string {
+	var b strings.Builder
+	for i, seg := range path {
+		if _, err := strconv.Atoi(seg); err == nil && i > 0 {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(strings.ReplaceAll(seg, ".", `\.`))
+	}
+	return b.String()
 }

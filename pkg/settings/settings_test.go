@@ -82,3 +82,31 @@ mountNVMe:
 		path + ":10:14: mountNVMe.mountPath: c",
 	}, got)
 }
+
+// A value that --set read as a number or boolean, where the key takes text,
+// gets the fix: --set-string, with the key as --set writes it and the value
+// as the argument wrote it.
+func TestLocateSuggestsSetStringForText(t *testing.T) {
+	in, err := settings.Load(settings.Options{
+		Sets:       []string{`podLabels.app\.kubernetes\.io/version=2,numPods=0`, "setupCommands={ls,true}"},
+		SetStrings: []string{"jobName=12"},
+	})
+	require.NoError(t, err)
+	text := []string{"string"}
+	problems := in.Locate([]diag.Diagnostic{
+		{Path: diag.Path{"podLabels", "app.kubernetes.io/version"}, Message: "a", Expected: text},
+		{Path: diag.Path{"numPods"}, Message: "b"},
+		{Path: diag.Path{"setupCommands", "1"}, Message: "c", Expected: text},
+		{Path: diag.Path{"jobName"}, Message: "d", Expected: []string{"integer"}},
+	})
+	var got []string
+	for _, p := range problems {
+		got = append(got, p.String())
+	}
+	require.Equal(t, []string{
+		`--set podLabels.app\.kubernetes\.io/version=2,numPods=0: numPods: b`,
+		`--set podLabels.app\.kubernetes\.io/version=2,numPods=0: podLabels["app.kubernetes.io/version"]: a; --set reads 2 as a number: for text, use --set-string podLabels.app\.kubernetes\.io/version=2`,
+		`--set setupCommands={ls,true}: setupCommands[1]: c; --set reads true as a boolean: for text, use --set-string setupCommands[1]=true`,
+		`--set-string jobName=12: jobName: d`,
+	}, got)
+}

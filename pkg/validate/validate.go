@@ -373,6 +373,9 @@ func (x *explainer) valueIssue(e schemaError) diag.Diagnostic {
 	switch e.Type() {
 	case "invalid_type", "number_any_of":
 		is.Message = typeMessage(name, node, x.defs[node.Resolved()], value)
+		if node != nil {
+			is.Expected = node.Types()
+		}
 	case "enum":
 		var allowed []string
 		for _, a := range node.Resolved().Enum {
