@@ -31,7 +31,7 @@ func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) err
 	case len(files) == 0:
 		return settings.UsageError{Err: errors.New("--out-dir needs the settings files to render, such as: --out-dir manifests/ jobs/*.yaml")}
 	case out.file != "":
-		return settings.UsageError{Err: errors.New("-o and --out-dir cannot be used together")}
+		return settings.UsageError{Err: errors.New("-o and --out-dir cannot be used together: -o writes one manifest, --out-dir one per FILE; drop one of them")}
 	}
 	paths, err := outputPaths(out.dir, out.format, files)
 	if err != nil {
@@ -82,7 +82,7 @@ func outputPaths(dir, format string, files []string) ([]string, error) {
 	given := map[string]string{} // a file as given, by its absolute path
 	for i, file := range files {
 		if file == "-" {
-			return nil, settings.UsageError{Err: errors.New("--out-dir renders files; standard input (-) has no name to write it to")}
+			return nil, settings.UsageError{Err: errors.New("--out-dir renders files, and standard input (-) has no name to write it to; render it alone, with -f - -o FILE")}
 		}
 		var err error
 		if abs[i], err = filepath.Abs(file); err != nil {

@@ -38,15 +38,20 @@ func Run(args []string, s Streams) (code int) {
 	}()
 	root := newRoot(s)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
 	}
 	var usage settings.UsageError
 	var failed runError
-	if errors.As(err, &usage) || !errors.As(err, &failed) {
-		// Wrong flags, arguments or files: cobra's own errors come here too.
-		fmt.Fprintf(s.Err, "Error: %v\nRun 'generator --help' for usage.\n", err)
+	switch {
+	case errors.As(err, &usage):
+		// Wrong arguments or files: the message says what to do.
+		fmt.Fprintf(s.Err, "Error: %v\n", err)
+		return ExitUsage
+	case !errors.As(err, &failed):
+		// cobra's own errors: an unknown command or flag, a missing argument.
+		fmt.Fprintf(s.Err, "Error: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 		return ExitUsage
 	}
 	writeError(s, err, "nothing was rendered")
@@ -99,6 +104,7 @@ func count(n int, noun string) string {
 }
 
 func newRoot(s Streams) *cobra.Command {
+	var version bool
 	root := &cobra.Command{
 		Use:   "generator",
 		Short: "Render a settings.yaml into an AppWrapper for a distributed PyTorch job",
@@ -114,7 +120,14 @@ its own with helm template.`,
   generator render -f settings.yaml | kubectl apply -f -`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			if version {
+				return writeVersion(s.Out)
+			}
+			return cmd.Help()
+		}),
 	}
+	root.Flags().BoolVar(&version, "version", false, "print the versions, as generator version does")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
@@ -132,6 +145,9 @@ its own with helm template.`,
 			for _, shell := range cmd.Commands() {
 				shell.Example = completionExamples[shell.Name()]
 			}
+			// Runnable, so that cobra checks its arguments: a shell it does
+			// not know is an error, not completion's help and exit code 0.
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		}
 	}
 	return root

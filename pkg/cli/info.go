@@ -38,18 +38,23 @@ when known, the Go version and platform, and the embedded chart's version.`,
 		Example: `  generator version`,
 		Args:    cobra.NoArgs,
 		RunE: run(func(*cobra.Command, []string) error {
-			c, err := chartfiles.Metadata()
-			if err != nil {
-				return err
-			}
-			info, ok := debug.ReadBuildInfo()
-			if !ok {
-				return errors.New("this binary carries no build information")
-			}
-			_, err = io.WriteString(s.Out, versionText(info, c))
-			return err
+			return writeVersion(s.Out)
 		}),
 	}
+}
+
+// writeVersion writes what version (and --version) prints.
+func writeVersion(w io.Writer) error {
+	c, err := chartfiles.Metadata()
+	if err != nil {
+		return err
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return errors.New("this binary carries no build information")
+	}
+	_, err = io.WriteString(w, versionText(info, c))
+	return err
 }
 
 // versionText writes what version prints, from the binary's build
