@@ -29,11 +29,11 @@ type inputFlags struct {
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringArrayVarP(&f.files, "values", "f", nil, "settings file; repeat to merge several, left to right; - reads standard input")
-	fs.StringArrayVar(&f.sets, "set", nil, "set settings, as helm does: key=value, a.b=value, list[0]=value, list={a,b}, several separated by commas (\\, for a comma in a value); applied after the files")
-	fs.StringArrayVar(&f.setStrings, "set-string", nil, "like --set, but the value is always a string")
-	fs.BoolVar(&f.strict, "strict", false, "treat warnings as errors: render nothing when there is one")
+	flags := cmd.Flags()
+	flags.StringArrayVarP(&f.files, "values", "f", nil, "settings file; repeat to merge several, left to right; - reads standard input")
+	flags.StringArrayVar(&f.sets, "set", nil, "set settings, as helm does: key=value, a.b=value, list[0]=value, list={a,b}, several separated by commas (\\, for a comma in a value); applied after the files")
+	flags.StringArrayVar(&f.setStrings, "set-string", nil, "like --set, but the value is always a string")
+	flags.BoolVar(&f.strict, "strict", false, "treat warnings as errors: render nothing when there is one")
 	cmd.RegisterFlagCompletionFunc("set", completeSet)
 	cmd.RegisterFlagCompletionFunc("set-string", completeSet)
 }
