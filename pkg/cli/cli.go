@@ -112,9 +112,10 @@ func newRoot(s Streams) *cobra.Command {
 distributed PyTorch training job, ready for Kueue: a Kubeflow PyTorchJob, or
 T9k's PyTorchTrainingJob or DeepSpeedJob.
 
-It is a drop-in successor of the MLBatch pytorchjob-generator Helm chart: settings
-written for that chart render the same objects. The chart it embeds also works on
-its own with helm template.`,
+It succeeds the MLBatch pytorchjob-generator Helm chart: a settings file that
+chart rendered gives the same objects, unless it holds a setting that the README
+lists as refused, with its fix. The chart it embeds also works on its own with
+helm template.`,
 		Example: `  generator init                                   # a starter settings.yaml
   generator explain numGpusPerPod                  # what a key means
   generator render -f settings.yaml | kubectl apply -f -`,

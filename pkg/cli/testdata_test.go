@@ -2,9 +2,12 @@ package cli_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -52,6 +55,44 @@ func TestInvalid(t *testing.T) {
 		})
 	}
 }
+
+// The invalid cases that the MLBatch chart (1.1.12) rendered are refusals of
+// settings files written for it: each has an mlbatch.txt that says what the
+// MLBatch chart did with it, and the README's section for that chart's users
+// links it (and no other case), so that the section lists every such refusal.
+func TestMLBatchRefusalsAreInTheREADME(t *testing.T) {
+	const heading = "## Coming from the MLBatch pytorchjob-generator\n"
+	readme := readFile(t, cases.Path(t, "README.md"))
+	_, section, found := strings.Cut(readme, heading)
+	require.True(t, found, "README.md has no section %q", heading)
+	section, _, _ = strings.Cut(section, "\n## ")
+	linked := map[string]bool{}
+	for _, m := range caseLink.FindAllStringSubmatch(section, -1) {
+		linked[m[1]] = true
+	}
+	for _, c := range cases.Invalid(t) {
+		record, err := os.ReadFile(filepath.Join(c.Dir, "mlbatch.txt"))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if linked[c.Name] {
+				t.Errorf("the README links %s as a file the MLBatch chart rendered, but it has no mlbatch.txt", c.Name)
+			}
+		case err != nil:
+			t.Error(err)
+		case strings.TrimSpace(string(record)) == "":
+			t.Errorf("%s/mlbatch.txt is empty: say what the MLBatch chart did with the file", c.Name)
+		case !linked[c.Name]:
+			t.Errorf("the MLBatch chart rendered testdata/invalid/%s (mlbatch.txt), which is refused: link it in the README's %q section, in the bullet of its reason", c.Name, strings.TrimSpace(heading))
+		}
+		delete(linked, c.Name)
+	}
+	for name := range linked {
+		t.Errorf("the README links testdata/invalid/%s, which is no invalid case", name)
+	}
+}
+
+// caseLink is a Markdown link to an invalid case's folder.
+var caseLink = regexp.MustCompile(`\]\(testdata/invalid/([^/)]+)/?\)`)
 
 // Every example and starter renders, and validate agrees with render about it.
 func TestExamples(t *testing.T) {
