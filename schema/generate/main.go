@@ -3,6 +3,7 @@
 // from the schema's folder. A test fails when one of them is stale.
 //
 //	chart/values.schema.json  an exact copy, for helm template's validation
+//	schema/editor.schema.json the schema of a settings file as written, for editors
 //	chart/values.yaml         every setting with its description and default
 //	docs/settings.md          the settings reference
 //	chart/README.md           chart/README.md.gotmpl with the reference
@@ -49,10 +50,16 @@ func generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	values := valuesFile(s)
+	editor, err := editorSchema(schema.JSON, values)
+	if err != nil {
+		return nil, err
+	}
 	return map[string][]byte{
-		filepath.Join("chart", "values.schema.json"): schema.JSON,
-		filepath.Join("chart", "values.yaml"):        valuesFile(s),
-		filepath.Join("docs", "settings.md"):         reference(s),
-		filepath.Join("chart", "README.md"):          readme,
+		filepath.Join("chart", "values.schema.json"):  schema.JSON,
+		filepath.Join("schema", "editor.schema.json"): editor,
+		filepath.Join("chart", "values.yaml"):         values,
+		filepath.Join("docs", "settings.md"):          reference(s),
+		filepath.Join("chart", "README.md"):           readme,
 	}, nil
 }
