@@ -1,8 +1,11 @@
-# Everything here runs from a fresh clone with Go and the Go module proxy only.
+# Everything here runs from a fresh clone with Go and the Go module proxy only,
+# but make test, which also needs Node.js and the npm registry (npm ci installs
+# the language server of the editor test).
 GO      ?= go
 BIN     ?= bin/generator
 EXAMPLE ?= examples/helloworld.settings.yaml
 HARNESS  = testdata/harness
+EDITOR   = testdata/editor
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
 .PHONY: build run test integration e2e e2e-cluster cross fuzz bench golden generate lint fmt dist
@@ -17,10 +20,17 @@ run:
 
 ## test: the hermetic tier, go test ./... of this module: golden and invalid
 ## cases, the command line's scripts, Helm 3 parity through Helm's own packages,
-## the generated files; no network, nothing built but the tests, nothing read
-## from outside the repository
-test:
-	$(GO) test ./...
+## the generated files, the editor schema in yaml-language-server; no network
+## but npm ci, nothing built but the tests, nothing read from outside the
+## repository
+test: $(EDITOR)/node_modules/.package-lock.json
+	GENERATOR_REQUIRE_YAML_LANGUAGE_SERVER=1 $(GO) test ./...
+
+# The language server the editor test starts (go test ./schema), pinned by
+# testdata/editor/package-lock.json: npm ci installs it again when the lock
+# file changes (it rewrites node_modules, and node_modules/.package-lock.json).
+$(EDITOR)/node_modules/.package-lock.json: $(EDITOR)/package-lock.json
+	cd $(EDITOR) && npm ci --no-audit --no-fund
 
 ## integration: the harness tier (testdata/harness, a module of its own): the
 ## fidelity checks against the upstream CRDs (from their Go modules), AppWrapper's

@@ -1,0 +1,175 @@
+package schema_test
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/torchwrap/generator/testdata/cases"
+)
+
+// requireServer names the environment variable that makes a missing
+// yaml-language-server a failure of TestEditorSchemaInALanguageServer rather
+// than a skip: make test sets it, after installing the server.
+const requireServer = "GENERATOR_REQUIRE_YAML_LANGUAGE_SERVER"
+
+// unseenByEditors are the invalid cases in which an editor checking the
+// editor schema underlines nothing on the line of the generator's first
+// problem, with the reason: the rule is not the schema's, or the editor's
+// YAML parser reads the file otherwise. The test fails when one of them is
+// underlined there after all.
+var unseenByEditors = map[string]string{
+	"alias-bomb":                    "the loader counts alias expansions, and a schema sees only values (the editor underlines the unknown keys a0 to a9)",
+	"control-characters":            "the loader refuses a raw control character, which the editor's YAML parser accepts",
+	"control-character-escaped":     "text a manifest cannot carry is refused by pkg/validate and the chart, not by the schema",
+	"two-documents":                 "the loader allows one document, and the editor checks each document on its own",
+	"dsj-mount-over-ssh":            "a chart check: mount paths against the ones the DeepSpeed launcher needs",
+	"elastic-maxpods-below-numpods": "a chart check: compares two values",
+	"elastic-minpods-above-numpods": "a chart check: compares two values",
+	"exitcodes-in-both":             "a chart check: compares two lists",
+	"limit-cpu-below-request":       "a chart check: compares two quantities",
+	"limit-memory-below-request":    "a chart check: compares two quantities",
+	"limitgpus-differs":             "a chart check: compares two values",
+	"mainprogram-open-quote":        "a chart check: splits mainProgram into words as a shell would",
+	"podannotations-network-clash":  "a chart check: an annotation that multiNicNetworkName sets",
+	"podlabels-clash":               "a chart check: labels the generator sets",
+	"tolerations-rules":             "a chart check: the fields of a toleration together",
+	"volumes-duplicate-names":       "a chart check: names unique across list items",
+	"volumes-mountpath-clash":       "a chart check: mount paths against the volumes the generator adds",
+	"volumes-name-reserved":         "a chart check: names against the volumes the generator adds",
+}
+
+// underlinedElsewhere are the invalid cases in which an editor underlines the
+// generator's first problem on another line than the generator names: that
+// line, and why. The test fails when the editor underlines the generator's
+// line after all.
+var underlinedElsewhere = map[string]struct {
+	line   int
+	reason string
+}{
+	"mainprogram-list":            {4, "the editor underlines the list, the generator the key that holds it"},
+	"setupcommands-block-mapping": {4, "the editor underlines the mapping, the generator the key that holds it"},
+	"tensorboard-both-forms":      {6, "the editor underlines the mapping, the generator the key that holds it"},
+	"yaml-syntax-error":           {5, "the editor's YAML parser reports the error at the item indented less, the generator's on the line before"},
+}
+
+// An editor sees settings files as the generator does. yaml-language-server,
+// the language server of the YAML support of VS Code, Neovim, Helix and
+// others, given the editor schema, underlines nothing in the files the
+// generator renders (the golden cases, the examples, the starters), and in
+// each invalid case it underlines the line of the generator's first problem,
+// unless the case is in unseenByEditors or underlinedElsewhere.
+//
+// The server is the one testdata/editor/package-lock.json pins, installed by
+// make test (npm ci). Without it the test is skipped, unless the environment
+// variable GENERATOR_REQUIRE_YAML_LANGUAGE_SERVER is set, as make test does.
+func TestEditorSchemaInALanguageServer(t *testing.T) {
+	server := cases.Path(t, "testdata", "editor", "node_modules", ".bin", "yaml-language-server")
+	if _, err := os.Stat(server); err != nil {
+		if os.Getenv(requireServer) != "" {
+			t.Fatalf("yaml-language-server is not installed (%v), and %s is set; make test installs it (npm ci in testdata/editor)", err, requireServer)
+		}
+		t.Skip("yaml-language-server is not installed in testdata/editor: make test installs it (npm ci) and runs this test")
+	}
+	editorSchema := fileURI(cases.Path(t, "schema", "editor.schema.json"))
+	start := time.Now()
+	lsp := startLSP(t, cases.Path(t), map[string]any{
+		"yaml": map[string]any{
+			"validate": true,
+			"schemas":  map[string]any{editorSchema: "*.yaml"},
+			// The catalogues of schemastore.org and of Kubernetes' CRDs are
+			// downloaded; without them the server needs no network.
+			"schemaStore":        map[string]any{"enable": false},
+			"kubernetesCRDStore": map[string]any{"enable": false},
+		},
+	}, server, "--stdio")
+
+	valid := cases.ValidSettings(t)
+	invalid := cases.Invalid(t)
+	files := append([]string{}, valid...)
+	for _, c := range invalid {
+		files = append(files, c.Settings())
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		lsp.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
+			"uri": fileURI(file), "languageId": "yaml", "version": 1,
+			"text": modeline.ReplaceAllString(string(data), "${1}"+editorSchema),
+		}})
+	}
+	diagnostics := lsp.waitForDiagnostics(t, files)
+	t.Logf("yaml-language-server checked %d files in %s", len(files), time.Since(start).Round(time.Millisecond))
+
+	for _, file := range files {
+		var schemas []struct{ URI string }
+		require.NoError(t, json.Unmarshal(lsp.call("yaml/get/jsonSchema", fileURI(file)), &schemas))
+		require.Len(t, schemas, 1, file)
+		require.Equal(t, editorSchema, schemas[0].URI, "%s is checked against another schema", file)
+	}
+	for _, file := range valid {
+		require.Empty(t, diagnostics[fileURI(file)], "%s renders, and the editor underlines it", file)
+	}
+	names := map[string]bool{}
+	for _, c := range invalid {
+		names[c.Name] = true
+	}
+	for name := range unseenByEditors {
+		require.True(t, names[name], "unseenByEditors lists %s, which is no invalid case", name)
+	}
+	for name := range underlinedElsewhere {
+		require.True(t, names[name], "underlinedElsewhere lists %s, which is no invalid case", name)
+	}
+	for _, c := range invalid {
+		t.Run(c.Name, func(t *testing.T) {
+			expected, err := os.ReadFile(filepath.Join(c.Dir, "expected.txt"))
+			require.NoError(t, err)
+			line := firstLine(t, string(expected))
+			got := diagnostics[fileURI(c.Settings())]
+			underlined := func(line int) bool {
+				for _, d := range got {
+					if d.Range.Start.Line+1 == line {
+						return true
+					}
+				}
+				return false
+			}
+			if reason, unseen := unseenByEditors[c.Name]; unseen {
+				require.False(t, underlined(line), "the editor underlines line %d after all (%+v): remove %s from unseenByEditors (%s)", line, got, c.Name, reason)
+				return
+			}
+			if elsewhere, ok := underlinedElsewhere[c.Name]; ok {
+				require.False(t, underlined(line), "the editor underlines line %d after all (%+v): remove %s from underlinedElsewhere (%s)", line, got, c.Name, elsewhere.reason)
+				line = elsewhere.line
+			}
+			require.True(t, underlined(line), "the generator says\n%sand the editor underlines no line %d: %+v", expected, line, got)
+		})
+	}
+}
+
+// modeline matches the yaml-language-server modeline of a file up to the
+// schema's URL: the starters' points at the published schema, which the test
+// replaces with the file beside it.
+var modeline = regexp.MustCompile(`(?m)^(# yaml-language-server: \$schema=)\S+`)
+
+// firstLine is the line of the first problem in an expected.txt.
+func firstLine(t *testing.T, expected string) int {
+	t.Helper()
+	place := regexp.MustCompile(`^settings\.yaml:(\d+):\d+: `).FindStringSubmatch(expected)
+	require.NotNil(t, place, expected)
+	line, err := strconv.Atoi(place[1])
+	require.NoError(t, err)
+	return line
+}
+
+// fileURI is the file: URI of an absolute path.
+func fileURI(path string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
+}
