@@ -64,11 +64,18 @@ func TestOutputFileIsWrittenAtomically(t *testing.T) {
 	require.Len(t, entries, 1, "no temporary file is left behind")
 }
 
-func TestSchemaPrintsTheSettingsSchema(t *testing.T) {
+// schema prints the schema of a settings file as written, for editors; with
+// --values, the schema of the chart's values, the chart's values.schema.json.
+func TestSchemaPrintsTheEditorSchemaOrTheValuesSchema(t *testing.T) {
 	out, errOut, code := generator(t, nil, "schema")
 	require.Equal(t, cli.ExitOK, code, errOut)
-	require.Equal(t, string(schema.JSON), out)
+	require.Equal(t, string(schema.EditorJSON), out)
 	require.True(t, json.Valid([]byte(out)))
+
+	out, errOut, code = generator(t, nil, "schema", "--values")
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, string(schema.JSON), out)
+	require.Equal(t, readFile(t, cases.Path(t, "chart", "values.schema.json")), out)
 }
 
 func TestVersionNamesTheChartAndTheBuild(t *testing.T) {

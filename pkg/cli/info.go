@@ -14,18 +14,32 @@ import (
 )
 
 func newSchema(s Streams) *cobra.Command {
-	return &cobra.Command{
+	var values bool
+	cmd := &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON schema of settings.yaml",
-		Long: `Schema prints the JSON schema (draft-07) that settings are checked against;
-editors and other tools can use it to check settings files as you type.`,
-		Example: `  generator schema > settings.schema.json`,
-		Args:    cobra.NoArgs,
+		Long: `Schema prints the JSON schema (draft-07) of a settings file as you write it,
+for editors and other tools that check settings files as you type: a key that
+has a default may be left out. Save it and name it in the first line of a
+settings file (generator init --schema does), or in your editor's settings.
+
+With --values it prints instead the schema of the chart's values, which the
+generator and Helm check once the settings are merged over the chart's defaults
+(the chart's values.schema.json): it requires the keys that have defaults.`,
+		Example: `  generator schema > settings.schema.json
+  generator schema --values > values.schema.json`,
+		Args: cobra.NoArgs,
 		RunE: run(func(*cobra.Command, []string) error {
-			_, err := s.Out.Write(schema.JSON)
+			doc := schema.EditorJSON
+			if values {
+				doc = schema.JSON
+			}
+			_, err := s.Out.Write(doc)
 			return err
 		}),
 	}
+	cmd.Flags().BoolVar(&values, "values", false, "print the schema of the chart's values, checked after the defaults are merged")
+	return cmd
 }
 
 func newVersion(s Streams) *cobra.Command {

@@ -24,14 +24,15 @@ func kinds(s *schema.Schema) []string {
 	return names
 }
 
-// schemaURL is where the settings schema of this chart version is published:
-// the file in the repository at the release's tag.
+// schemaURL is where the editor schema of this chart version is published
+// (what generator schema prints): the file in the repository at the release's
+// tag.
 func schemaURL() (string, error) {
 	m, err := chartfiles.Metadata()
 	if err != nil {
 		return "", err
 	}
-	return "https://raw.githubusercontent.com/torchwrap/generator/v" + m.Version + "/schema/settings.schema.json", nil
+	return "https://raw.githubusercontent.com/torchwrap/generator/v" + m.Version + "/schema/editor.schema.json", nil
 }
 
 func newInit(s Streams) *cobra.Command {
@@ -43,8 +44,9 @@ func newInit(s Streams) *cobra.Command {
 output) for a job of the given kind: the keys a first job needs, set, and common
 optional ones as commented examples, each with its description. It validates as
 is. Its first line is a yaml-language-server modeline that points editors (VS
-Code with the YAML extension, Neovim, Helix, ...) at the settings schema, so that
-they complete and check the keys as you type.
+Code with the YAML extension, Neovim, Helix, ...) at the schema of settings files
+that generator schema prints, published with this version, so that they complete
+and check the keys as you type; --schema names another copy, such as a local one.
 
 Init creates the folder of FILE if need be, and never overwrites a file: choose
 another name, or remove the old file first.`,
@@ -96,7 +98,7 @@ another name, or remove the old file first.`,
 		}),
 	}
 	cmd.Flags().StringVar(&kind, "kind", "PyTorchJob", "job kind: PyTorchJob, PyTorchTrainingJob or DeepSpeedJob")
-	cmd.Flags().StringVar(&schemaRef, "schema", "", "URL or path of the settings schema for the modeline (default: the schema of this version, online)")
+	cmd.Flags().StringVar(&schemaRef, "schema", "", "URL or path of the schema for the modeline, such as a file generator schema wrote (default: the schema of this version, online)")
 	cmd.RegisterFlagCompletionFunc("kind", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		sch, err := schema.Model()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/cli"
+	"github.com/torchwrap/generator/schema"
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
@@ -24,7 +25,7 @@ func TestInitWritesAStarterThatRenders(t *testing.T) {
 			require.Empty(t, out)
 			require.Equal(t, "wrote "+file+", a "+kind+"; render it with: generator render -f "+file+"\n", errOut)
 			starter := readFile(t, file)
-			require.True(t, strings.HasPrefix(starter, "# yaml-language-server: $schema=https://raw.githubusercontent.com/torchwrap/generator/v0.1.0/schema/settings.schema.json\n"), starter)
+			require.True(t, strings.HasPrefix(starter, "# yaml-language-server: $schema=https://raw.githubusercontent.com/torchwrap/generator/v0.1.0/schema/editor.schema.json\n"), starter)
 			require.Contains(t, starter, "\njobKind: "+kind+"\n")
 
 			manifest := render(t, "-f", file, "--strict")
@@ -37,6 +38,36 @@ func TestInitWritesAStarterThatRenders(t *testing.T) {
 			cases.Check(t, cases.Path(t, "testdata", "init", kind+".settings.yaml"), []byte(stdout))
 		})
 	}
+}
+
+// The starters' modeline names the editor schema where a release publishes
+// it: GitHub's raw file of the repository that go.mod names, at the tag of the
+// chart's version, at the file's path in the repository; and the file there
+// is what generator schema prints.
+func TestInitModelineNamesThePublishedEditorSchema(t *testing.T) {
+	repo, ok := strings.CutPrefix(modulePath(t), "github.com/")
+	require.True(t, ok, "the module is not on GitHub")
+	const file = "schema/editor.schema.json"
+	want := "# yaml-language-server: $schema=https://raw.githubusercontent.com/" + repo + "/v" + chartVersion(t) + "/" + file
+	require.Equal(t, string(schema.EditorJSON), readFile(t, cases.Path(t, filepath.FromSlash(file))))
+	for _, kind := range []string{"PyTorchJob", "PyTorchTrainingJob", "DeepSpeedJob"} {
+		out, errOut, code := generator(t, nil, "init", "--kind", kind, "-")
+		require.Equal(t, cli.ExitOK, code, errOut)
+		modeline, _, _ := strings.Cut(out, "\n")
+		require.Equal(t, want, modeline)
+	}
+}
+
+// modulePath is the module path go.mod declares.
+func modulePath(t *testing.T) string {
+	t.Helper()
+	for _, line := range strings.Split(readFile(t, cases.Path(t, "go.mod")), "\n") {
+		if path, ok := strings.CutPrefix(line, "module "); ok {
+			return strings.TrimSpace(path)
+		}
+	}
+	t.Fatal("go.mod declares no module")
+	return ""
 }
 
 func TestInitNeverOverwrites(t *testing.T) {
