@@ -36,6 +36,8 @@ var unseenByEditors = map[string]string{
 	"exitcodes-in-both":             "a chart check: compares two lists",
 	"limit-cpu-below-request":       "a chart check: compares two quantities",
 	"limit-memory-below-request":    "a chart check: compares two quantities",
+	"initcontainers-name-pytorch":   "a chart check: names against the training container's",
+	"initcontainers-name-twice":     "a chart check: names unique across list items",
 	"limitgpus-differs":             "a chart check: compares two values",
 	"mainprogram-open-quote":        "a chart check: splits mainProgram into words as a shell would",
 	"podannotations-network-clash":  "a chart check: an annotation that multiNicNetworkName sets",

@@ -11,7 +11,7 @@ torchwrap.manifest fails with them, or lists them for the generator.
 {{- /* torchwrap.problems: sets .found.list to the problems of every rule, in this order. */ -}}
 {{- define "torchwrap.problems" -}}
 {{- $_ := set . "found" (dict "list" list) -}}
-{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "multiNicAnnotation" "podLabels" "exitCodes" -}}
+{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "multiNicAnnotation" "podLabels" "exitCodes" "containerNames" -}}
 {{- include (print "torchwrap.check." $rule) $ -}}
 {{- end -}}
 {{- end -}}
@@ -175,6 +175,23 @@ into words (torchwrap.words): no unclosed quote, no final backslash.
 {{- range $i, $code := $v.retryableExitCodes -}}
 {{- if has $code ($v.terminalExitCodes | default list) -}}
 {{- $problems = append $problems (dict "path" (printf "retryableExitCodes[%d]" $i) "message" (printf "%v is in terminalExitCodes too; keep it in one of the two" $code)) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.check.containerNames: no two containers of the pod share a name (the
+training container's, torchwrap.containerName, and the init containers').
+*/ -}}
+{{- define "torchwrap.check.containerNames" -}}
+{{- $problems := list -}}
+{{- $seen := dict (include "torchwrap.containerName" .Values) "the training container" -}}
+{{- range $i, $c := .Values.initContainers -}}
+{{- with $owner := index $seen $c.name -}}
+{{- $problems = append $problems (dict "path" (printf "initContainers[%d].name" $i) "message" (printf "%q is already the name of %s, and Kubernetes requires the containers of a pod to have names of their own; choose another" $c.name $owner)) -}}
+{{- else -}}
+{{- $_ := set $seen $c.name (printf "initContainers[%d]" $i) -}}
 {{- end -}}
 {{- end -}}
 {{- $_ := set $.found "list" (concat $.found.list $problems) -}}

@@ -10,7 +10,7 @@ into words, as a python script, a module or an executable (deepspeed.launch).
 {{- $v := .Values -}}
 {{- $ds := $v.deepspeed | default dict -}}
 {{- $pod := dict -}}
-{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" "worker" "out" $pod) -}}
+{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" (include "torchwrap.containerName" $v) "out" $pod) -}}
 {{- $spec := include "torchwrap.t9kSpec" $v | fromJson -}}
 {{- $_ := set $spec "worker" (dict "replicas" $v.numPods "restartPolicy" $v.restartPolicy "template" $pod) -}}
 

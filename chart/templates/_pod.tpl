@@ -200,3 +200,12 @@ context.
 {{- define "torchwrap.sakkara" -}}
 {{- and .schedulerName (eq .schedulerName "sakkara") (not .bypassCoscheduler) -}}
 {{- end -}}
+
+{{- /*
+torchwrap.containerName: the name of the training container, for .jobKind:
+worker in a DeepSpeedJob, as T9k's examples name it; pytorch otherwise, the
+name the PyTorchJob operator requires (and T9k's PyTorchTrainingJob uses).
+*/ -}}
+{{- define "torchwrap.containerName" -}}
+{{- ternary "worker" "pytorch" (eq .jobKind "DeepSpeedJob") -}}
+{{- end -}}

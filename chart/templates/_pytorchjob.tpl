@@ -11,7 +11,7 @@ and the script reads WORLD_SIZE as the number of pods.
 {{- $v := .Values -}}
 {{- $command := list "sh" "-c" (include "torchwrap.pytorchjob.script" $v) -}}
 {{- $pod := dict -}}
-{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" $command "out" $pod) -}}
+{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" (include "torchwrap.containerName" $v) "command" $command "out" $pod) -}}
 {{- $replicaSpecs := dict "Master" (dict "replicas" 1 "restartPolicy" $v.restartPolicy "template" $pod) -}}
 {{- if gt (int $v.numPods) 1 -}}
 {{- $_ := set $replicaSpecs "Worker" (dict "replicas" (sub (int $v.numPods) 1) "restartPolicy" $v.restartPolicy "template" $pod) -}}

@@ -27,11 +27,11 @@ It launches in one of two ways:
 {{- $_ := set $spec "torchrunConfig" $config -}}
 {{- $args := (include "torchwrap.words" $v.mainProgram | fromJson).words -}}
 {{- $pod = dict -}}
-{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" (list "python") "args" $args "out" $pod) -}}
+{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" (include "torchwrap.containerName" $v) "command" (list "python") "args" $args "out" $pod) -}}
 {{- else -}}
 {{- $command := list "sh" "-c" (include "torchwrap.pytorchtrainingjob.script" $v) -}}
 {{- $pod = dict -}}
-{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" "pytorch" "command" $command "out" $pod) -}}
+{{- include "torchwrap.podTemplate" (dict "ctx" . "containerName" (include "torchwrap.containerName" $v) "command" $command "out" $pod) -}}
 {{- end -}}
 {{- with $v.tensorboardSpec -}}
 {{- $_ := set $spec "tensorboardSpec" . -}}
