@@ -5,7 +5,7 @@ GO      ?= go
 BIN     ?= bin/generator
 EXAMPLE ?= examples/helloworld.settings.yaml
 HARNESS  = testdata/harness
-EDITOR   = testdata/editor
+EDITOR_TEST = testdata/editor
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
 .PHONY: build run test integration e2e e2e-cluster cross fuzz bench golden generate lint fmt dist
@@ -23,14 +23,14 @@ run:
 ## the generated files, the editor schema in yaml-language-server; no network
 ## but npm ci, nothing built but the tests, nothing read from outside the
 ## repository
-test: $(EDITOR)/node_modules/.package-lock.json
+test: $(EDITOR_TEST)/node_modules/.package-lock.json
 	GENERATOR_REQUIRE_YAML_LANGUAGE_SERVER=1 $(GO) test ./...
 
 # The language server the editor test starts (go test ./schema), pinned by
 # testdata/editor/package-lock.json: npm ci installs it again when the lock
 # file changes (it rewrites node_modules, and node_modules/.package-lock.json).
-$(EDITOR)/node_modules/.package-lock.json: $(EDITOR)/package-lock.json
-	cd $(EDITOR) && npm ci --no-audit --no-fund
+$(EDITOR_TEST)/node_modules/.package-lock.json: $(EDITOR_TEST)/package-lock.json
+	cd $(EDITOR_TEST) && npm ci --no-audit --no-fund
 
 ## integration: the harness tier (testdata/harness, a module of its own): the
 ## fidelity checks against the upstream CRDs (from their Go modules), AppWrapper's
