@@ -23,22 +23,22 @@ import (
 // Validator checks settings against the settings schema and explains each
 // violation in words: what is wrong and how to fix it.
 //
-// Valid settings cost one pass of the whole schema. Explaining needs more,
-// built the first time settings are invalid: the schema's model (for messages,
-// examples and suggestions), and the schema without its root allOf plus each
-// rule of that allOf on its own, so that a broken rule is named by its own
-// message (x-error) instead of "some allOf branch failed". Helm checks the
-// rules with the rest of the schema.
+// The schema is compiled once, in parts that together say what it says: the
+// schema without its root allOf, and each rule of that allOf on its own, so
+// that a broken rule is named by its own message (x-error) instead of "some
+// allOf branch failed". Helm checks the rules with the rest of the schema.
+// Valid settings cost one pass of each part. Explaining also needs the
+// schema's model (for messages, examples and suggestions), read the first
+// time settings are invalid.
 type Validator struct {
-	full      *gojsonschema.Schema
+	base      *gojsonschema.Schema
+	rules     []rule
 	explainer func() (*explainer, error)
 }
 
 // explainer turns schema violations into issues.
 type explainer struct {
 	model *schema.Schema
-	base  *gojsonschema.Schema
-	rules []rule
 	defs  map[*schema.Schema]string // definition nodes by name, for suggestions
 }
 
@@ -56,44 +56,49 @@ var Default = sync.OnceValues(func() (*Validator, error) {
 // compile compiles a settings schema document; model reads it as a model, for
 // the explanations.
 func compile(schemaJSON []byte, model func() (*schema.Schema, error)) (*Validator, error) {
-	full, err := gojsonschema.NewSchema(gojsonschema.NewBytesLoader(schemaJSON))
+	doc, err := decode(schemaJSON)
 	if err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
 	}
-	return &Validator{full: full, explainer: sync.OnceValues(func() (*explainer, error) {
+	root, _ := doc.(map[string]any)
+	ruleDocs, _ := root["allOf"].([]any)
+	delete(root, "allOf")
+	v := &Validator{explainer: sync.OnceValues(func() (*explainer, error) {
 		m, err := model()
 		if err != nil {
 			return nil, err
 		}
-		return newExplainer(schemaJSON, m)
-	})}, nil
-}
-
-func newExplainer(schemaJSON []byte, model *schema.Schema) (*explainer, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(schemaJSON, &doc); err != nil {
-		return nil, err
-	}
-	x := &explainer{model: model, defs: map[*schema.Schema]string{}}
-	for name, d := range model.Definitions {
-		x.defs[d] = name
-	}
-	ruleDocs, _ := doc["allOf"].([]any)
-	delete(doc, "allOf")
-	var err error
-	if x.base, err = gojsonschema.NewSchema(gojsonschema.NewGoLoader(doc)); err != nil {
+		return newExplainer(m), nil
+	})}
+	if v.base, err = newSchema(root); err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
 	}
 	for i, r := range ruleDocs {
 		ruleDoc, _ := r.(map[string]any)
-		check, err := gojsonschema.NewSchema(gojsonschema.NewGoLoader(ruleDoc))
+		check, err := newSchema(ruleDoc)
 		if err != nil {
 			return nil, fmt.Errorf("settings schema: allOf[%d]: %w", i, err)
 		}
 		message, _ := ruleDoc["x-error"].(string)
-		x.rules = append(x.rules, rule{check: check, message: message})
+		v.rules = append(v.rules, rule{check: check, message: message})
 	}
-	return x, nil
+	return v, nil
+}
+
+// newSchema compiles a part of the settings schema, decoded, as the draft the
+// settings schema is written in.
+func newSchema(doc map[string]any) (*gojsonschema.Schema, error) {
+	loader := gojsonschema.NewSchemaLoader()
+	loader.Draft = gojsonschema.Draft7
+	return loader.Compile(gojsonschema.NewRawLoader(doc))
+}
+
+func newExplainer(model *schema.Schema) *explainer {
+	x := &explainer{model: model, defs: map[*schema.Schema]string{}}
+	for name, d := range model.Definitions {
+		x.defs[d] = name
+	}
+	return x
 }
 
 // schemaError is a gojsonschema error with its path split into segments.
@@ -105,45 +110,45 @@ type schemaError struct {
 // Validate returns every issue with values, the settings after the chart's
 // defaults were applied (as Helm validates them). None means valid.
 func (v *Validator) Validate(values map[string]any) []diag.Diagnostic {
-	// Decode the values once, as gojsonschema's loaders do, for the schema
-	// and, when they are invalid, for the explaining passes.
+	// Decode the values once, as gojsonschema's loaders do, for every part of
+	// the schema.
 	loader, err := documentLoader(values)
 	if err != nil {
 		return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
 	}
-	result, err := v.full.Validate(loader)
+	base, err := v.base.Validate(loader)
 	if err != nil {
 		return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
 	}
+	valid := base.Valid()
+	rules := make([]*gojsonschema.Result, len(v.rules))
+	for i, r := range v.rules {
+		if rules[i], err = r.check.Validate(loader); err != nil {
+			return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
+		}
+		valid = valid && rules[i].Valid()
+	}
 	issues := unprintable(values, nil)
-	if result.Valid() {
+	if valid {
 		return issues
 	}
 	x, err := v.explainer()
 	if err != nil {
 		return append(issues, diag.Diagnostic{Message: "cannot explain the problems: " + err.Error()})
 	}
-	return append(issues, x.issues(loader)...)
+	return append(issues, x.issues(base, v.rules, rules)...)
 }
 
 // issues explains why the values are invalid: the base schema's errors, then
 // each broken rule's, one issue per key path.
-func (x *explainer) issues(loader gojsonschema.JSONLoader) []diag.Diagnostic {
-	result, err := x.base.Validate(loader)
-	if err != nil {
-		return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
-	}
-	issues := x.explain(schemaErrors(result))
+func (x *explainer) issues(base *gojsonschema.Result, rules []rule, results []*gojsonschema.Result) []diag.Diagnostic {
+	issues := x.explain(schemaErrors(base))
 	reported := map[string]bool{}
 	for _, is := range issues {
 		reported[is.Path.String()] = true
 	}
-	for _, r := range x.rules {
-		result, err := r.check.Validate(loader)
-		if err != nil {
-			return append(issues, diag.Diagnostic{Message: "cannot validate the settings: " + err.Error()})
-		}
-		for _, e := range schemaErrors(result) {
+	for i, r := range rules {
+		for _, e := range schemaErrors(results[i]) {
 			path := e.path
 			switch e.Type() {
 			case "condition_then", "condition_else", "number_all_of":
@@ -196,13 +201,22 @@ func documentLoader(values map[string]any) (gojsonschema.JSONLoader, error) {
 	if err != nil {
 		return nil, err
 	}
+	doc, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	return gojsonschema.NewRawLoader(doc), nil
+}
+
+// decode decodes JSON as gojsonschema's loaders do: numbers as json.Number.
+func decode(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
 		return nil, err
 	}
-	return gojsonschema.NewRawLoader(doc), nil
+	return doc, nil
 }
 
 func schemaErrors(result *gojsonschema.Result) []schemaError {
