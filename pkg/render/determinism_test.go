@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -43,6 +44,22 @@ func TestOutputIsDeterministic(t *testing.T) {
 			require.NoError(t, errs[i], "GOMAXPROCS=%d %s", procs, f)
 			require.Equal(t, string(want[f]), string(got[i]), "GOMAXPROCS=%d %s", procs, f)
 		}
+	}
+}
+
+// The chart only reads the values it renders, whatever they are (settings
+// the schema refuses may even make it fail), so Render can validate them on
+// another CPU while the chart renders them.
+func TestChartOnlyReadsTheValues(t *testing.T) {
+	for _, file := range cases.AllSettings(t) {
+		in, err := settings.Load(settings.Options{Files: []string{file}})
+		if err != nil {
+			continue // refused before there are values
+		}
+		values := chartValues(t, in)
+		before := fmt.Sprintf("%#v", values)
+		render.ChartProblems(values)
+		require.Equal(t, before, fmt.Sprintf("%#v", values), file)
 	}
 }
 

@@ -66,19 +66,16 @@ type Result struct {
 // and renders the chart. Invalid settings give a diag.List, placed in
 // the user's files.
 func Render(in *settings.Input) (*Result, error) {
-	// The validator is compiled once per process, and that takes as long as a
-	// render: do it while the chart renders, on another CPU. The render is
-	// thrown away when the settings turn out invalid; every loop in the chart
-	// is bounded on its own, so it never runs long on settings not validated
-	// yet.
-	type compiled struct {
-		validator *validate.Validator
-		err       error
-	}
-	compiling := make(chan compiled, 1)
+	// The validator is compiled once per process, and that takes about as long
+	// as a render: it is compiled on another CPU while the chart loads, and
+	// checks the values there while the chart renders them (the chart only
+	// reads them). The render is thrown away when the settings turn out
+	// invalid; every loop in the chart is bounded on its own, so it never runs
+	// long on settings not validated yet.
+	compiling := make(chan checked, 1)
 	go func() {
 		v, err := validate.Default()
-		compiling <- compiled{v, err}
+		compiling <- checked{validator: v, err: err}
 	}()
 	c, err := generatorChart()
 	if err != nil {
@@ -89,18 +86,33 @@ func Render(in *settings.Input) (*Result, error) {
 		return nil, err
 	}
 	values := top["Values"].(chartutil.Values)
+	checking := make(chan checked, 1)
+	go func() {
+		v := <-compiling
+		if v.err == nil {
+			v.issues = v.validator.Validate(values)
+		}
+		checking <- v
+	}()
 	docs, renderErr := renderEach(c, []chartutil.Values{values})
-	v := <-compiling
+	v := <-checking
 	if v.err != nil {
 		return nil, v.err
 	}
-	if issues := v.validator.Validate(values); len(issues) > 0 {
-		return nil, in.Locate(issues)
+	if len(v.issues) > 0 {
+		return nil, in.Locate(v.issues)
 	}
 	if renderErr != nil {
 		return nil, renderErr
 	}
 	return outcome(in, values, docs[0])
+}
+
+// checked is the validator, once compiled, and what it found in the values.
+type checked struct {
+	validator *validate.Validator
+	issues    []diag.Diagnostic
+	err       error
 }
 
 // renderValues applies the chart's defaults to the user's settings as helm
