@@ -69,6 +69,7 @@ func (f *inputFlags) render(s Streams) (*render.Result, error) {
 	if len(f.files) == 0 && len(f.sets) == 0 && len(f.setStrings) == 0 {
 		return nil, settings.UsageError{Err: errors.New("no settings given; pass a settings file with -f settings.yaml")}
 	}
+	render.Prepare()
 	in, err := settings.Load(settings.Options{Files: f.files, Sets: f.sets, SetStrings: f.setStrings, Stdin: s.In})
 	if err != nil {
 		return nil, err

@@ -62,16 +62,22 @@ type Result struct {
 	Warnings diag.List
 }
 
+// Prepare starts compiling the validator on another CPU, for a render to come,
+// while the caller loads the settings. Render works without it, only later.
+func Prepare() {
+	go validate.Default()
+}
+
 // Render applies the chart's defaults to the user's settings, validates them
 // and renders the chart. Invalid settings give a diag.List, placed in
 // the user's files.
 func Render(in *settings.Input) (*Result, error) {
 	// The validator is compiled once per process, and that takes about as long
-	// as a render: it is compiled on another CPU while the chart loads, and
-	// checks the values there while the chart renders them (the chart only
-	// reads them). The render is thrown away when the settings turn out
-	// invalid; every loop in the chart is bounded on its own, so it never runs
-	// long on settings not validated yet.
+	// as a render: it is compiled on another CPU (from Prepare, or from now)
+	// while the chart loads, and checks the values there while the chart
+	// renders them (the chart only reads them). The render is thrown away when
+	// the settings turn out invalid; every loop in the chart is bounded on its
+	// own, so it never runs long on settings not validated yet.
 	compiling := make(chan checked, 1)
 	go func() {
 		v, err := validate.Default()
