@@ -81,8 +81,9 @@ golden: generate
 	$(GO) test ./... -update
 
 ## generate: rewrite the files generated from schema/settings.schema.json
-## (go generate ./schema): chart/values.schema.json, chart/values.yaml,
-## docs/settings.md and chart/README.md (from chart/README.md.gotmpl)
+## (go generate ./schema): chart/values.schema.json, schema/editor.schema.json,
+## chart/values.yaml, docs/settings.md, chart/README.md (from
+## chart/README.md.gotmpl) and pkg/validate/validator.schema.json
 generate:
 	$(GO) generate ./schema
 

@@ -4,8 +4,9 @@
 // unknown keys, and the files generated from the schema (go generate; see
 // ./generate): chart/values.schema.json, an exact copy, so that helm template
 // validates settings as the generator does; editor.schema.json, the schema of
-// a settings file as its user writes it, for editors; chart/values.yaml; and
-// the settings reference.
+// a settings file as its user writes it, for editors; chart/values.yaml; the
+// settings reference; and the schema without its annotations, which the
+// generator's validator compiles.
 package schema
 
 import (

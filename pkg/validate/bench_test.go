@@ -13,7 +13,7 @@ import (
 func BenchmarkCompileValidator(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := validate.Compile(schema.JSON, schema.Model); err != nil {
+		if _, err := validate.Compile(validate.ValidatorSchema, schema.Model); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -22,7 +22,7 @@ func BenchmarkCompileValidator(b *testing.B) {
 // BenchmarkValidate validates valid settings, and invalid ones (which also
 // pay for explaining each problem).
 func BenchmarkValidate(b *testing.B) {
-	v, err := validate.Compile(schema.JSON, schema.Model)
+	v, err := validate.Compile(validate.ValidatorSchema, schema.Model)
 	if err != nil {
 		b.Fatal(err)
 	}

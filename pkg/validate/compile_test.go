@@ -19,7 +19,7 @@ import (
 func TestExplainingCompilesNothingMore(t *testing.T) {
 	model, err := schema.Model()
 	require.NoError(t, err)
-	v, err := validate.Compile(schema.JSON, func() (*schema.Schema, error) { return model, nil })
+	v, err := validate.Compile(validate.ValidatorSchema, func() (*schema.Schema, error) { return model, nil })
 	require.NoError(t, err)
 	in, err := settings.Load(settings.Options{Files: []string{cases.Path(t, "chart", "values.yaml"), cases.Path(t, "testdata", "invalid", "many-problems", "settings.yaml")}})
 	require.NoError(t, err)

@@ -5,6 +5,7 @@ package validate
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -32,29 +33,32 @@ import (
 // time settings are invalid.
 type Validator struct {
 	base      *gojsonschema.Schema
-	rules     []rule
+	rules     []*gojsonschema.Schema // in the order of the root allOf
 	explainer func() (*explainer, error)
 }
 
 // explainer turns schema violations into issues.
 type explainer struct {
 	model *schema.Schema
+	rules []string                  // the message of each rule
 	defs  map[*schema.Schema]string // definition nodes by name, for suggestions
 }
 
-type rule struct {
-	check   *gojsonschema.Schema
-	message string
-}
+// validatorSchema is the settings schema without its annotations, which
+// gojsonschema does not read (go generate ./schema writes it): the validator
+// compiles that, and takes the words of its explanations from the schema's
+// model.
+//
+//go:embed validator.schema.json
+var validatorSchema []byte
 
-// Default is the Validator of the embedded settings schema, compiled on first
-// use.
+// Default is the Validator of the settings schema, compiled on first use.
 var Default = sync.OnceValues(func() (*Validator, error) {
-	return compile(schema.JSON, schema.Model)
+	return compile(validatorSchema, schema.Model)
 })
 
-// compile compiles a settings schema document; model reads it as a model, for
-// the explanations.
+// compile compiles a settings schema document; model reads the same schema
+// as a model, with its annotations, for the explanations.
 func compile(schemaJSON []byte, model func() (*schema.Schema, error)) (*Validator, error) {
 	doc, err := decode(schemaJSON)
 	if err != nil {
@@ -68,7 +72,7 @@ func compile(schemaJSON []byte, model func() (*schema.Schema, error)) (*Validato
 		if err != nil {
 			return nil, err
 		}
-		return newExplainer(m), nil
+		return newExplainer(m, len(ruleDocs))
 	})}
 	if v.base, err = newSchema(definitionsOnce(root)); err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
@@ -79,8 +83,7 @@ func compile(schemaJSON []byte, model func() (*schema.Schema, error)) (*Validato
 		if err != nil {
 			return nil, fmt.Errorf("settings schema: allOf[%d]: %w", i, err)
 		}
-		message, _ := ruleDoc["x-error"].(string)
-		v.rules = append(v.rules, rule{check: check, message: message})
+		v.rules = append(v.rules, check)
 	}
 	return v, nil
 }
@@ -130,12 +133,20 @@ func repointRefs(node any) {
 	}
 }
 
-func newExplainer(model *schema.Schema) *explainer {
+// newExplainer explains with the words of model, the schema whose root allOf
+// the validator compiled as rules.
+func newExplainer(model *schema.Schema, rules int) (*explainer, error) {
+	if len(model.AllOf) != rules {
+		return nil, fmt.Errorf("the schema's model has %d rules and the compiled schema %d; run go generate ./schema", len(model.AllOf), rules)
+	}
 	x := &explainer{model: model, defs: map[*schema.Schema]string{}}
+	for _, r := range model.AllOf {
+		x.rules = append(x.rules, r.Error)
+	}
 	for name, d := range model.Definitions {
 		x.defs[d] = name
 	}
-	return x
+	return x, nil
 }
 
 // schemaError is a gojsonschema error with its path split into segments.
@@ -160,7 +171,7 @@ func (v *Validator) Validate(values map[string]any) []diag.Diagnostic {
 	valid := base.Valid()
 	rules := make([]*gojsonschema.Result, len(v.rules))
 	for i, r := range v.rules {
-		if rules[i], err = r.check.Validate(loader); err != nil {
+		if rules[i], err = r.Validate(loader); err != nil {
 			return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
 		}
 		valid = valid && rules[i].Valid()
@@ -173,19 +184,19 @@ func (v *Validator) Validate(values map[string]any) []diag.Diagnostic {
 	if err != nil {
 		return append(issues, diag.Diagnostic{Message: "cannot explain the problems: " + err.Error()})
 	}
-	return append(issues, x.issues(base, v.rules, rules)...)
+	return append(issues, x.issues(base, rules)...)
 }
 
 // issues explains why the values are invalid: the base schema's errors, then
 // each broken rule's, one issue per key path.
-func (x *explainer) issues(base *gojsonschema.Result, rules []rule, results []*gojsonschema.Result) []diag.Diagnostic {
+func (x *explainer) issues(base *gojsonschema.Result, rules []*gojsonschema.Result) []diag.Diagnostic {
 	issues := x.explain(schemaErrors(base))
 	reported := map[string]bool{}
 	for _, is := range issues {
 		reported[is.Path.String()] = true
 	}
-	for i, r := range rules {
-		for _, e := range schemaErrors(results[i]) {
+	for i, result := range rules {
+		for _, e := range schemaErrors(result) {
 			path := e.path
 			switch e.Type() {
 			case "condition_then", "condition_else", "number_all_of":
@@ -196,7 +207,7 @@ func (x *explainer) issues(base *gojsonschema.Result, rules []rule, results []*g
 			}
 			if !reported[path.String()] {
 				reported[path.String()] = true
-				issues = append(issues, diag.Diagnostic{Path: path, Message: r.message})
+				issues = append(issues, diag.Diagnostic{Path: path, Message: x.rules[i]})
 			}
 		}
 	}

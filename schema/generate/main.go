@@ -7,6 +7,9 @@
 //	chart/values.yaml         every setting with its description and default
 //	docs/settings.md          the settings reference
 //	chart/README.md           chart/README.md.gotmpl with the reference
+//	pkg/validate/validator.schema.json
+//	                          the schema without its annotations, which the
+//	                          generator's validator compiles
 package main
 
 import (
@@ -55,11 +58,16 @@ func generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	validator, err := validatorSchema(schema.JSON)
+	if err != nil {
+		return nil, err
+	}
 	return map[string][]byte{
-		filepath.Join("chart", "values.schema.json"):  schema.JSON,
-		filepath.Join("schema", "editor.schema.json"): editor,
-		filepath.Join("chart", "values.yaml"):         values,
-		filepath.Join("docs", "settings.md"):          reference(s),
-		filepath.Join("chart", "README.md"):           readme,
+		filepath.Join("chart", "values.schema.json"):              schema.JSON,
+		filepath.Join("schema", "editor.schema.json"):             editor,
+		filepath.Join("chart", "values.yaml"):                     values,
+		filepath.Join("docs", "settings.md"):                      reference(s),
+		filepath.Join("chart", "README.md"):                       readme,
+		filepath.Join("pkg", "validate", "validator.schema.json"): validator,
 	}, nil
 }
