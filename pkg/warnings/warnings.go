@@ -125,9 +125,6 @@ func Check(values map[string]any) []diag.Diagnostic {
 // (without setupCommands), as the chart's torchwrap.wordsOfMainProgram
 // decides; "" when a shell runs it.
 func withoutShell(values map[string]any) string {
-	if program, _ := values["mainProgram"].(string); program == "" {
-		return ""
-	}
 	setup, _ := values["setupCommands"].([]any)
 	switch {
 	case values["jobKind"] == "DeepSpeedJob":
