@@ -91,6 +91,9 @@ const (
 	// Warning: advice on valid settings; the manifest is rendered all the
 	// same, unless the user asks for --strict.
 	Warning
+	// Unchecked: a question about the settings that the cluster would not
+	// answer (generator check), such as an object the user may not read.
+	Unchecked
 )
 
 // Diagnostic is one thing wrong with, or risky in, the settings: the key path
@@ -122,8 +125,11 @@ func (d Diagnostic) String() string {
 	} else {
 		where = d.Source
 	}
-	if d.Severity == Warning {
+	switch d.Severity {
+	case Warning:
 		where += ": warning"
+	case Unchecked:
+		where += ": could not check"
 	}
 	if len(d.Path) == 0 {
 		return where + ": " + d.Message

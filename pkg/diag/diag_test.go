@@ -15,3 +15,12 @@ func TestPathRoundTrip(t *testing.T) {
 	require.Equal(t, Path{"podAnnotations", "k8s.v1.cni.cncf.io/networks"}, ParsePath(`podAnnotations["k8s.v1.cni.cncf.io/networks"]`))
 	require.Equal(t, Path{"podLabels", "team"}, ParsePath("podLabels.team"))
 }
+
+func TestStringNamesTheSeverity(t *testing.T) {
+	d := Diagnostic{Path: Path{"queueName"}, Message: "no LocalQueue", Source: "s.yaml", Line: 3, Column: 12}
+	require.Equal(t, "s.yaml:3:12: queueName: no LocalQueue", d.String())
+	d.Severity = Warning
+	require.Equal(t, "s.yaml:3:12: warning: queueName: no LocalQueue", d.String())
+	d.Severity = Unchecked
+	require.Equal(t, "s.yaml:3:12: could not check: queueName: no LocalQueue", d.String())
+}

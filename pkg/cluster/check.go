@@ -1,0 +1,719 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/torchwrap/generator/pkg/diag"
+	settingsschema "github.com/torchwrap/generator/schema"
+)
+
+// The resources the checks read.
+var (
+	localQueues     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "localqueues"}
+	clusterQueues   = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "clusterqueues"}
+	workloadClasses = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloadpriorityclasses"}
+	priorityClasses = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
+	claims          = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+	secrets         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	configMaps      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	serviceAccounts = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+	storageClasses  = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}
+	networks        = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
+	accessReviews   = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
+)
+
+// operators name what serves a group of job kinds, for the fix when the
+// cluster does not serve them.
+var operators = map[string]string{
+	"workload.codeflare.dev": "the AppWrapper controller",
+	"kubeflow.org":           "the Kubeflow training operator",
+	"batch.tensorstack.dev":  "T9k's job controller",
+	"kueue.x-k8s.io":         "Kueue",
+}
+
+// Check asks the cluster whether the job can run there, every question at
+// once: the APIs it needs, the right to create it, a server-side dry-run of
+// its creation (which runs the admission webhooks), its queue and the quota
+// behind it, and every object the settings name. values are the settings the
+// chart saw. The findings are at settings keys, for settings.Input.Locate to
+// place: errors, warnings, and what could not be checked (diag.Unchecked).
+// The error is Unreachable when the cluster does not answer at all.
+func (c *Client) Check(ctx context.Context, job *Job, values map[string]any) (diag.List, error) {
+	k := &checker{client: c, job: job, values: values, namespace: job.Object.GetNamespace(), cache: map[string]*fetched{}}
+	// One question first, alone: when the cluster does not answer, it is the
+	// only thing to say.
+	top, served, err := k.serves(job.Object)
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if !served {
+			k.notServed(job.Object, "wrapper")
+			return
+		}
+		k.create(ctx, top)
+	})
+	if job.Inner != job.Object {
+		wg.Go(func() {
+			if _, served, err := k.serves(job.Inner); err == nil && !served {
+				k.notServed(job.Inner, "jobKind")
+			}
+		})
+	}
+	wg.Go(func() { k.queue(ctx) })
+	for _, r := range k.references() {
+		wg.Go(func() { k.exists(ctx, r) })
+	}
+	wg.Wait()
+	return k.findings, nil
+}
+
+// checker holds what Check found so far, for its questions running at once.
+type checker struct {
+	client    *Client
+	job       *Job
+	values    map[string]any
+	namespace string
+
+	mu       sync.Mutex
+	findings diag.List
+	cache    map[string]*fetched
+}
+
+func (k *checker) add(severity diag.Severity, path diag.Path, format string, args ...any) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.findings = append(k.findings, diag.Diagnostic{Severity: severity, Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// serves finds the resource of an object's kind in the cluster's discovery.
+func (k *checker) serves(obj *unstructured.Unstructured) (schema.GroupVersionResource, bool, error) {
+	gv := obj.GroupVersionKind().GroupVersion()
+	list, err := k.client.Discovery.ServerResourcesForGroupVersion(gv.String())
+	if apierrors.IsNotFound(err) {
+		return schema.GroupVersionResource{}, false, nil
+	}
+	if err := k.client.reachable(err); err != nil {
+		return schema.GroupVersionResource{}, false, err
+	}
+	if err != nil {
+		return schema.GroupVersionResource{}, false, fmt.Errorf("asking the cluster which kinds of %s it serves: %w", gv, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Kind == obj.GetKind() && !strings.Contains(r.Name, "/") {
+			return gv.WithResource(r.Name), true, nil
+		}
+	}
+	return schema.GroupVersionResource{}, false, nil
+}
+
+func (k *checker) notServed(obj *unstructured.Unstructured, key string) {
+	gvk := obj.GroupVersionKind()
+	fix := "or choose a jobKind this cluster runs"
+	if key == "wrapper" {
+		fix = "or set wrapper: none to submit the job alone"
+		if gvk.Kind != "AppWrapper" {
+			key = "jobKind"
+			fix = "or choose a jobKind this cluster runs"
+		}
+	}
+	k.add(diag.Error, diag.Path{key}, "this cluster does not serve %ss (%s): %s is not installed; ask an administrator to install it, %s",
+		gvk.Kind, gvk.GroupVersion(), operators[gvk.Group], fix)
+}
+
+// fetched is one object read from the cluster, once for every check that
+// needs it.
+type fetched struct {
+	once sync.Once
+	obj  *unstructured.Unstructured
+	err  error
+}
+
+func (k *checker) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	key := gvr.String() + "/" + namespace + "/" + name
+	k.mu.Lock()
+	f, ok := k.cache[key]
+	if !ok {
+		f = &fetched{}
+		k.cache[key] = f
+	}
+	k.mu.Unlock()
+	f.once.Do(func() {
+		f.obj, f.err = k.client.Dynamic.Resource(gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	})
+	return f.obj, f.err
+}
+
+// names lists the names of the objects of a resource, for the message of a
+// missing one: at most ten, the closest to want first; none when the list
+// cannot be read.
+func (k *checker) names(ctx context.Context, gvr schema.GroupVersionResource, namespace, want string, skip func(string) bool) (list string, closest string) {
+	objs, err := k.client.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", ""
+	}
+	var names, lower []string
+	for _, o := range objs.Items {
+		if skip == nil || !skip(o.GetName()) {
+			names = append(names, o.GetName())
+			lower = append(lower, strings.ToLower(o.GetName()))
+		}
+	}
+	sort.Strings(names)
+	closest = settingsschema.Closest(want, names, lower)
+	if len(names) == 0 {
+		return "there are none", closest
+	}
+	more := ""
+	if len(names) > 10 {
+		more = fmt.Sprintf(" and %d more", len(names)-10)
+		names = names[:10]
+	}
+	return "those here: " + strings.Join(names, ", ") + more, closest
+}
+
+// unchecked reports a question the cluster would not answer.
+func (k *checker) unchecked(path diag.Path, what string, err error) {
+	reason := err.Error()
+	if apierrors.IsForbidden(err) {
+		reason = "you may not read them (RBAC)"
+	}
+	k.add(diag.Unchecked, path, "%s: %s", what, reason)
+}
+
+// where names a namespace for messages, or the cluster for cluster-wide
+// objects.
+func where(namespace string) string {
+	if namespace == "" {
+		return "on this cluster"
+	}
+	return fmt.Sprintf("in namespace %q", namespace)
+}
+
+// reference is an object the settings name, which must exist when the pods
+// start.
+type reference struct {
+	path      diag.Path // the key that names it
+	kind      string    // as kubectl names it: Secret
+	gvr       schema.GroupVersionResource
+	namespace string // "" for a kind of the whole cluster
+	name      string
+	// key is one the Secret or ConfigMap must hold, at keyPath; "" for none.
+	key     string
+	keyPath diag.Path
+	// fix is another way out, beside creating the object: "set priority:
+	// null to leave it out".
+	fix string
+	// skip leaves names out of the list of those that exist.
+	skip func(string) bool
+}
+
+// references lists the objects the settings name.
+func (k *checker) references() []reference {
+	v, ns := k.values, k.namespace
+	var refs []reference
+	add := func(r reference) { refs = append(refs, r) }
+	if name := text(v, "priority"); name != "" {
+		add(reference{path: diag.Path{"priority"}, kind: "PriorityClass", gvr: priorityClasses, name: name,
+			fix: "or set priority: null to leave priorityClassName out", skip: func(n string) bool { return strings.HasPrefix(n, "system-") }})
+	}
+	if name := k.job.Object.GetLabels()[PriorityClassLabel]; name != "" {
+		add(reference{path: diag.Path{"workloadPriorityClass"}, kind: "WorkloadPriorityClass", gvr: workloadClasses, name: name,
+			fix: "or remove workloadPriorityClass"})
+	}
+	for i, vol := range items(v, "volumes") {
+		add(reference{path: at("volumes", i, "claimName"), kind: "PersistentVolumeClaim", gvr: claims, namespace: ns, name: text(vol, "claimName")})
+	}
+	for i, env := range items(v, "environmentVariables") {
+		for _, from := range []struct {
+			key  string
+			kind string
+			gvr  schema.GroupVersionResource
+		}{{"secret", "Secret", secrets}, {"configmap", "ConfigMap", configMaps}} {
+			if ref, ok := env[from.key].(map[string]any); ok {
+				add(reference{path: at("environmentVariables", i, from.key, "name"), kind: from.kind, gvr: from.gvr, namespace: ns,
+					name: text(ref, "name"), key: text(ref, "key"), keyPath: at("environmentVariables", i, from.key, "key")})
+			}
+		}
+	}
+	for i, src := range items(v, "envFrom") {
+		for _, from := range []struct {
+			key  string
+			kind string
+			gvr  schema.GroupVersionResource
+		}{{"secretRef", "Secret", secrets}, {"configMapRef", "ConfigMap", configMaps}} {
+			if ref, ok := src[from.key].(map[string]any); ok && ref["optional"] != true {
+				add(reference{path: at("envFrom", i, from.key, "name"), kind: from.kind, gvr: from.gvr, namespace: ns, name: text(ref, "name"),
+					fix: "or mark it optional: true"})
+			}
+		}
+	}
+	for i, s := range items(v, "imagePullSecrets") {
+		add(reference{path: at("imagePullSecrets", i, "name"), kind: "Secret", gvr: secrets, namespace: ns, name: text(s, "name")})
+	}
+	if name := text(v, "serviceAccountName"); name != "" {
+		add(reference{path: diag.Path{"serviceAccountName"}, kind: "ServiceAccount", gvr: serviceAccounts, namespace: ns, name: name,
+			fix: "or remove serviceAccountName to use the namespace's default"})
+	}
+	if ssh, ok := v["sshGitCloneConfig"].(map[string]any); ok {
+		// The keys are those of the default sshCmd; one of the user's own
+		// may name others.
+		keys := text(ssh, "sshCmd") == ""
+		secret := reference{path: diag.Path{"sshGitCloneConfig", "secretName"}, kind: "Secret", gvr: secrets, namespace: ns, name: text(ssh, "secretName")}
+		hosts := reference{path: diag.Path{"sshGitCloneConfig", "configMapName"}, kind: "ConfigMap", gvr: configMaps, namespace: ns, name: text(ssh, "configMapName")}
+		if keys {
+			secret.key, secret.keyPath = "id_rsa", secret.path
+			hosts.key, hosts.keyPath = "known_hosts", hosts.path
+		}
+		add(secret)
+		add(hosts)
+	}
+	if name := text(v, "topologyFileConfigMap"); name != "" {
+		add(reference{path: diag.Path{"topologyFileConfigMap"}, kind: "ConfigMap", gvr: configMaps, namespace: ns, name: name,
+			key: "virtualTopology.xml", keyPath: diag.Path{"topologyFileConfigMap"}})
+	}
+	if name := text(v, "ncclGdrEnvConfigMap"); name != "" {
+		add(reference{path: diag.Path{"ncclGdrEnvConfigMap"}, kind: "ConfigMap", gvr: configMaps, namespace: ns, name: name})
+	}
+	if nvme, ok := v["mountNVMe"].(map[string]any); ok {
+		path, name := diag.Path{"mountNVMe", "storageClassName"}, text(nvme, "storageClassName")
+		if name == "" {
+			// The chart's default.
+			path, name = diag.Path{"mountNVMe"}, "odf-lvm-vg1"
+		}
+		add(reference{path: path, kind: "StorageClass", gvr: storageClasses, name: name,
+			fix: "or name the cluster's NVMe StorageClass in mountNVMe.storageClassName"})
+	}
+	if name := text(v, "multiNicNetworkName"); name != "" {
+		// Multus reads namespace/name, or a name in the pod's namespace.
+		namespace := ns
+		if before, after, ok := strings.Cut(name, "/"); ok {
+			namespace, name = before, after
+		}
+		add(reference{path: diag.Path{"multiNicNetworkName"}, kind: "NetworkAttachmentDefinition", gvr: networks, namespace: namespace, name: name})
+	}
+	if tb, ok := v["tensorboardSpec"].(map[string]any); ok {
+		if logDir, ok := tb["logDir"].(map[string]any); ok {
+			for i, pvc := range items(logDir, "pvc") {
+				add(reference{path: diag.Path{"tensorboardSpec", "logDir", "pvc", fmt.Sprint(i), "name"}, kind: "PersistentVolumeClaim", gvr: claims, namespace: ns, name: text(pvc, "name")})
+			}
+		}
+		filesets, _ := tb["trainingLogFilesets"].([]any)
+		for i, f := range filesets {
+			location, _ := f.(string)
+			claim, _, _ := strings.Cut(strings.TrimPrefix(location, "t9k://pvc/"), "/")
+			add(reference{path: diag.Path{"tensorboardSpec", "trainingLogFilesets", fmt.Sprint(i)}, kind: "PersistentVolumeClaim", gvr: claims, namespace: ns, name: claim})
+		}
+	}
+	return refs
+}
+
+// exists checks that a referenced object exists, and holds its key.
+func (k *checker) exists(ctx context.Context, r reference) {
+	obj, err := k.get(ctx, r.gvr, r.namespace, r.name)
+	what := fmt.Sprintf("%s %q %s", r.kind, r.name, where(r.namespace))
+	switch {
+	case apierrors.IsNotFound(err) && !k.hasResource(r.gvr):
+		k.add(diag.Error, r.path, "this cluster serves no %ss (%s), so %s cannot exist; remove %s, or ask an administrator which to use",
+			r.kind, r.gvr.GroupVersion(), what, r.path)
+	case apierrors.IsNotFound(err):
+		list, closest := k.names(ctx, r.gvr, r.namespace, r.name, r.skip)
+		msg := fmt.Sprintf("no %s %q %s", r.kind, r.name, where(r.namespace))
+		if list != "" {
+			msg += " (" + list + ")"
+		}
+		if closest != "" {
+			msg += fmt.Sprintf("; did you mean %q?", closest)
+		} else {
+			msg += "; create it first, or name one that exists"
+		}
+		if r.fix != "" {
+			msg += "; " + r.fix
+		}
+		k.add(diag.Error, r.path, "%s", msg)
+	case err != nil:
+		k.unchecked(r.path, what, err)
+	case r.key != "":
+		keys := dataKeys(obj)
+		if _, ok := keys[r.key]; !ok {
+			list := make([]string, 0, len(keys))
+			for key := range keys {
+				list = append(list, key)
+			}
+			sort.Strings(list)
+			k.add(diag.Error, r.keyPath, "%s has no key %q (its keys: %s); name one of its keys, or add %q to it",
+				what, r.key, strings.Join(list, ", "), r.key)
+		}
+	case r.gvr == secrets && r.path[0] == "imagePullSecrets":
+		if t, _, _ := unstructured.NestedString(obj.Object, "type"); t != string(corev1.SecretTypeDockerConfigJson) && t != string(corev1.SecretTypeDockercfg) {
+			k.add(diag.Warning, r.path, "%s is of type %s, not %s: the kubelet pulls no image with it; recreate it with kubectl create secret docker-registry",
+				what, t, corev1.SecretTypeDockerConfigJson)
+		}
+	}
+}
+
+// dataKeys are the keys of a Secret or ConfigMap; never their values.
+func dataKeys(obj *unstructured.Unstructured) map[string]bool {
+	keys := map[string]bool{}
+	for _, field := range []string{"data", "binaryData", "stringData"} {
+		m, _, _ := unstructured.NestedMap(obj.Object, field)
+		for key := range m {
+			keys[key] = true
+		}
+	}
+	return keys
+}
+
+// hasResource tells whether the cluster serves a resource, to tell a missing
+// object from a missing API (both are 404 Not Found).
+func (k *checker) hasResource(gvr schema.GroupVersionResource) bool {
+	list, err := k.client.Discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return true
+		}
+	}
+	return false
+}
+
+// create asks whether the user may create the object, and the API server to
+// create it in a dry run: its validation and every admission webhook run,
+// and nothing is stored. Kueue's webhook suspends the jobs of the kinds it
+// manages: a job with a queue label that comes back running would run at
+// once, outside every queue.
+func (k *checker) create(ctx context.Context, gvr schema.GroupVersionResource) {
+	obj := k.job.Object
+	kind := obj.GetKind()
+	if allowed, err := k.mayCreate(ctx, gvr); err == nil && !allowed {
+		k.add(diag.Error, k.namespacePath(), "you may not create %ss %s (RBAC); ask an administrator for the right, or choose a namespace where you may (namespace:, or -n)",
+			kind, where(k.namespace))
+		return
+	}
+	resource := k.client.Dynamic.Resource(gvr).Namespace(k.namespace)
+	created, err := resource.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		k.add(diag.Warning, diag.Path{"jobName"}, "an %s %q exists %s already; generator submit replaces it once it has finished (at once with --force), or choose another jobName",
+			kind, obj.GetName(), where(k.namespace))
+		// The same object under a name the server makes up, for what the
+		// webhooks say of it.
+		copy := obj.DeepCopy()
+		copy.SetGenerateName(obj.GetName() + "-")
+		copy.SetName("")
+		created, err = resource.Create(ctx, copy, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
+	}
+	switch {
+	case apierrors.IsForbidden(err) && !isWebhookDenial(err):
+		k.add(diag.Error, k.namespacePath(), "the API server does not let you create this %s %s: %s", kind, where(k.namespace), message(err))
+	case err != nil && k.client.reachable(err) != nil:
+		k.add(diag.Unchecked, nil, "a dry-run create of the %s: %v", kind, err)
+	case err != nil:
+		k.add(diag.Error, nil, "the API server refuses the %s (a dry-run create): %s", kind, message(err))
+	case obj.GetLabels()[QueueLabel] != "" && !suspended(created):
+		k.unmanaged(created)
+	}
+}
+
+// mayCreate asks the API server whether the user may create objects of the
+// resource in the namespace.
+func (k *checker) mayCreate(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
+	review := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "authorization.k8s.io/v1",
+		"kind":       "SelfSubjectAccessReview",
+		"spec": map[string]any{"resourceAttributes": map[string]any{
+			"namespace": k.namespace, "verb": "create", "group": gvr.Group, "resource": gvr.Resource,
+		}},
+	}}
+	answer, err := k.client.Dynamic.Resource(accessReviews).Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	allowed, _, _ := unstructured.NestedBool(answer.Object, "status", "allowed")
+	return allowed, nil
+}
+
+// namespacePath is the key where a finding about the namespace goes: the
+// namespace setting if the user gave one.
+func (k *checker) namespacePath() diag.Path {
+	if text(k.values, "namespace") != "" {
+		return diag.Path{"namespace"}
+	}
+	return nil
+}
+
+// suspended tells whether a job's creation left it suspended, as Kueue does
+// for the jobs it queues.
+func suspended(obj *unstructured.Unstructured) bool {
+	path := []string{"spec", "suspend"}
+	if obj.GetKind() == "PyTorchJob" {
+		path = []string{"spec", "runPolicy", "suspend"}
+	}
+	s, _, _ := unstructured.NestedBool(obj.Object, path...)
+	return s
+}
+
+// unmanaged reports a job that Kueue's webhook did not suspend.
+func (k *checker) unmanaged(obj *unstructured.Unstructured) {
+	kind := obj.GetKind()
+	if kind == "PyTorchJob" {
+		k.add(diag.Error, diag.Path{"wrapper"}, "Kueue does not manage PyTorchJobs on this cluster (its kubeflow.org/pytorchjob integration is off, the default since Kueue v0.19): "+
+			"the job would start at once, outside every queue and quota, and queueName would do nothing; set wrapper: AppWrapper, or ask an administrator to turn the integration on")
+		return
+	}
+	k.add(diag.Error, diag.Path{"queueName"}, "Kueue does not manage %ss on this cluster (no webhook suspended it): the job would start at once, outside every queue and quota; ask an administrator to turn on Kueue's integration for %s",
+		kind, obj.GroupVersionKind().GroupKind())
+}
+
+// isWebhookDenial tells an admission webhook's refusal (403 too) from RBAC's.
+func isWebhookDenial(err error) bool {
+	return strings.Contains(err.Error(), "admission webhook")
+}
+
+// message is the API server's message of an error, without client-go's
+// wrapping.
+func message(err error) string {
+	if status, ok := err.(apierrors.APIStatus); ok {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+func text(v map[string]any, key string) string {
+	s, _ := v[key].(string)
+	return s
+}
+
+// items are the maps of a list setting.
+func items(v map[string]any, key string) []map[string]any {
+	list, _ := v[key].([]any)
+	out := make([]map[string]any, 0, len(list))
+	for _, item := range list {
+		m, _ := item.(map[string]any)
+		out = append(out, m)
+	}
+	return out
+}
+
+// at is the path of a key of a list item: at("volumes", 0, "claimName").
+func at(list string, i int, keys ...string) diag.Path {
+	return append(diag.Path{list, fmt.Sprint(i)}, keys...)
+}
+
+
+// queue checks the LocalQueue the job names, and the ClusterQueue behind it:
+// active, not held, and able to grant what the job requests.
+func (k *checker) queue(ctx context.Context) {
+	name := k.job.Object.GetLabels()[QueueLabel]
+	if name == "" {
+		return
+	}
+	path := diag.Path{"queueName"}
+	lq, err := k.get(ctx, localQueues, k.namespace, name)
+	switch {
+	case apierrors.IsNotFound(err) && !k.hasResource(localQueues):
+		k.add(diag.Error, path, "this cluster serves no LocalQueues (%s): Kueue is not installed, and nothing would queue the job; set queueName: null to submit it without a queue",
+			localQueues.GroupVersion())
+		return
+	case apierrors.IsNotFound(err):
+		list, closest := k.names(ctx, localQueues, k.namespace, name, nil)
+		msg := fmt.Sprintf("no LocalQueue %q %s, and the job would wait for it forever", name, where(k.namespace))
+		if list != "" {
+			msg += " (" + list + ")"
+		}
+		if closest != "" {
+			msg += fmt.Sprintf("; did you mean %q?", closest)
+		} else {
+			msg += "; name one that exists, or ask an administrator for one"
+		}
+		k.add(diag.Error, path, "%s", msg)
+		return
+	case err != nil:
+		k.unchecked(path, fmt.Sprintf("LocalQueue %q %s", name, where(k.namespace)), err)
+		return
+	}
+	cqName, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
+	cq, err := k.get(ctx, clusterQueues, "", cqName)
+	behind := fmt.Sprintf("ClusterQueue %q (behind LocalQueue %q)", cqName, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		k.add(diag.Error, path, "LocalQueue %q points at ClusterQueue %q, which does not exist: the job would wait forever; ask an administrator to fix the queue, or name another", name, cqName)
+		return
+	case err != nil:
+		k.unchecked(path, fmt.Sprintf("the quota of %s", behind), err)
+		return
+	}
+	if reason, inactive := inactive(cq); inactive {
+		k.add(diag.Error, path, "%s is inactive (%s): Kueue admits nothing from it; ask an administrator, or name another LocalQueue", behind, reason)
+	}
+	if stop, _, _ := unstructured.NestedString(cq.Object, "spec", "stopPolicy"); stop != "" && stop != "None" {
+		k.add(diag.Warning, path, "%s is stopped (stopPolicy: %s): Kueue admits nothing from it until an administrator resumes it", behind, stop)
+	}
+	k.quota(ctx, cq, behind)
+}
+
+// inactive tells whether a ClusterQueue's Active condition is false, and why.
+func inactive(cq *unstructured.Unstructured) (string, bool) {
+	conditions, _, _ := unstructured.NestedSlice(cq.Object, "status", "conditions")
+	for _, c := range conditions {
+		cond, _ := c.(map[string]any)
+		if cond["type"] == "Active" && cond["status"] == "False" {
+			return fmt.Sprintf("%v: %v", cond["reason"], cond["message"]), true
+		}
+	}
+	return "", false
+}
+
+// quota compares what the job requests, resource by resource, with the most
+// the ClusterQueue can ever grant: the nominal quota of every flavor that
+// covers the resource, plus what it may borrow (its borrowing limit, or with
+// none, the nominal quota of the rest of its cohort).
+func (k *checker) quota(ctx context.Context, cq *unstructured.Unstructured, behind string) {
+	requests := k.job.Requests()
+	names := make([]string, 0, len(requests))
+	for name, q := range requests {
+		if !zero(q) {
+			names = append(names, string(name))
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		need := requests[corev1.ResourceName(name)]
+		limit, explain, covered := k.grantable(ctx, cq, name)
+		path := k.resourcePath(name)
+		switch {
+		case !covered:
+			k.add(diag.Error, path, "%s has no quota for %s, which the job requests (%s in all): Kueue will never admit it; ask an administrator to add %s to it, or name a LocalQueue whose ClusterQueue covers it",
+				behind, name, k.perPod(name), name)
+		case limit != nil && need.Cmp(*limit) > 0:
+			k.add(diag.Error, path, "the job requests %s %s in all (%s), but %s can grant at most %s (%s): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue",
+				need.String(), name, k.perPod(name), behind, limit.String(), explain)
+		}
+	}
+}
+
+// grantable is the most of a resource a ClusterQueue can ever grant, nil
+// when that cannot be known, with how it adds up; covered is false when none
+// of its resource groups covers the resource.
+func (k *checker) grantable(ctx context.Context, cq *unstructured.Unstructured, name string) (limit *resource.Quantity, explain string, covered bool) {
+	cohort, _, _ := unstructured.NestedString(cq.Object, "spec", "cohort")
+	if cohort == "" {
+		cohort, _, _ = unstructured.NestedString(cq.Object, "spec", "cohortName")
+	}
+	nominal, borrowing, unbounded, covered := quotaOf(cq, name)
+	if !covered {
+		return nil, "", false
+	}
+	total := nominal.DeepCopy()
+	switch {
+	case cohort == "" || (!unbounded && zero(borrowing)):
+		return &total, "nominal " + nominal.String() + ", no borrowing", true
+	case !unbounded:
+		total.Add(borrowing)
+		return &total, fmt.Sprintf("nominal %s, borrowing limit %s", nominal.String(), borrowing.String()), true
+	}
+	// No borrowing limit: at most what the whole cohort has.
+	list, err := k.client.Dynamic.Resource(clusterQueues).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, "", true
+	}
+	others := resource.Quantity{}
+	for _, other := range list.Items {
+		theirs, _, _ := unstructured.NestedString(other.Object, "spec", "cohort")
+		if other.GetName() != cq.GetName() && theirs == cohort {
+			n, _, _, _ := quotaOf(&other, name)
+			others.Add(n)
+		}
+	}
+	total.Add(others)
+	return &total, fmt.Sprintf("nominal %s, and %s it may borrow in cohort %q", nominal.String(), others.String(), cohort), true
+}
+
+// quotaOf adds up a resource's quota over a ClusterQueue's flavors: nominal,
+// borrowing limit, and whether some flavor has no borrowing limit.
+func quotaOf(cq *unstructured.Unstructured, name string) (nominal, borrowing resource.Quantity, unbounded, covered bool) {
+	groups, _, _ := unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
+	for _, g := range groups {
+		group, _ := g.(map[string]any)
+		flavors, _ := group["flavors"].([]any)
+		for _, f := range flavors {
+			flavor, _ := f.(map[string]any)
+			resources, _ := flavor["resources"].([]any)
+			for _, r := range resources {
+				res, _ := r.(map[string]any)
+				if res["name"] != name {
+					continue
+				}
+				covered = true
+				nominal.Add(parseQuantity(res["nominalQuota"]))
+				if limit, ok := res["borrowingLimit"]; ok {
+					borrowing.Add(parseQuantity(limit))
+				} else {
+					unbounded = true
+				}
+			}
+		}
+	}
+	return nominal, borrowing, unbounded, covered
+}
+
+// parseQuantity reads a quantity as JSON holds it (a string or a number).
+func parseQuantity(v any) resource.Quantity {
+	q, err := resource.ParseQuantity(fmt.Sprint(v))
+	if err != nil {
+		return resource.Quantity{}
+	}
+	return q
+}
+
+// resourcePath is the setting that asks for a resource.
+func (k *checker) resourcePath(name string) diag.Path {
+	gdr := text(k.values, "roceGdrResName")
+	if gdr == "" {
+		gdr = "nvidia.com/roce_gdr"
+	}
+	switch name {
+	case "cpu":
+		return diag.Path{"numCpusPerPod"}
+	case "memory":
+		return diag.Path{"totalMemoryPerPod"}
+	case "nvidia.com/gpu":
+		return diag.Path{"numGpusPerPod"}
+	case gdr:
+		return diag.Path{"numRoceGdr"}
+	}
+	return diag.Path{"numPods"}
+}
+
+// perPod says how a resource's total adds up: "8 pods × 8" when every pod
+// asks for the same, else how many pods.
+func (k *checker) perPod(name string) string {
+	var each *resource.Quantity
+	same := true
+	for _, ps := range k.job.PodSets {
+		q := ps.Requests()[corev1.ResourceName(name)]
+		if each == nil {
+			each = &q
+		} else if q.Cmp(*each) != 0 {
+			same = false
+		}
+	}
+	pods := k.job.Pods()
+	if !same || each == nil {
+		return fmt.Sprintf("%d pods", pods)
+	}
+	return fmt.Sprintf("%d pods × %s", pods, each.String())
+}

@@ -1,0 +1,105 @@
+// Package cluster asks a live cluster about a rendered job: whether it can run
+// there (Check), and once submitted (Submit), how it is doing (Status).
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// FieldManager is the name the generator's changes go under in an object's
+// managedFields (server-side apply).
+const FieldManager = "torchwrap-generator"
+
+// Flags are kubectl's flags for reaching a cluster (--kubeconfig, --context,
+// -n/--namespace, --as, --request-timeout, ...), read by client-go's own
+// loader: KUBECONFIG and ~/.kube/config as kubectl reads them.
+type Flags struct {
+	rules     *clientcmd.ClientConfigLoadingRules
+	overrides clientcmd.ConfigOverrides
+}
+
+// Register adds the flags to a command's flag set.
+func (f *Flags) Register(flags *pflag.FlagSet) {
+	f.rules = clientcmd.NewDefaultClientConfigLoadingRules()
+	flags.StringVar(&f.rules.ExplicitPath, "kubeconfig", "", "the kubeconfig file to use (default: KUBECONFIG, else ~/.kube/config)")
+	clientcmd.BindOverrideFlags(&f.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
+}
+
+// Namespace is the namespace that -n gives, or "".
+func (f *Flags) Namespace() string { return f.overrides.Context.Namespace }
+
+// Client talks to one cluster.
+type Client struct {
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+	// Namespace is the namespace of -n, else of the kubeconfig's context,
+	// else default.
+	Namespace string
+	// Server is the API server's address, for messages.
+	Server string
+}
+
+// Connect reads the kubeconfig as kubectl does and makes the clients. It does
+// not talk to the cluster yet.
+func (f *Flags) Connect(userAgent string) (*Client, error) {
+	config := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.rules, &f.overrides)
+	rest, err := config.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, Unreachable{Err: errors.New("no cluster to talk to: no kubeconfig was found (KUBECONFIG, ~/.kube/config); pass --kubeconfig FILE, or set KUBECONFIG")}
+		}
+		return nil, Unreachable{Err: fmt.Errorf("reading the kubeconfig: %w", err)}
+	}
+	namespace, _, err := config.Namespace()
+	if err != nil {
+		return nil, Unreachable{Err: fmt.Errorf("reading the kubeconfig: %w", err)}
+	}
+	rest.UserAgent = userAgent
+	// The checks ask their questions all at once.
+	rest.QPS, rest.Burst = 50, 100
+	if rest.Timeout == 0 {
+		rest.Timeout = 30 * time.Second
+	}
+	dyn, err := dynamic.NewForConfig(rest)
+	if err != nil {
+		return nil, Unreachable{Err: err}
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(rest)
+	if err != nil {
+		return nil, Unreachable{Err: err}
+	}
+	return &Client{Dynamic: dyn, Discovery: disc, Namespace: namespace, Server: rest.Host}, nil
+}
+
+// Unreachable is the error for a cluster that cannot be asked anything: no
+// kubeconfig, an address that does not answer, credentials it refuses.
+type Unreachable struct{ Err error }
+
+func (e Unreachable) Error() string { return e.Err.Error() }
+func (e Unreachable) Unwrap() error { return e.Err }
+
+// reachable tells apart the errors that mean the cluster did not answer, or
+// did not accept who is asking, from the answers it gave.
+func (c *Client) reachable(err error) error {
+	var netErr net.Error
+	var urlErr *url.Error
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsUnauthorized(err):
+		return Unreachable{Err: fmt.Errorf("the cluster at %s does not accept your credentials: %v; log in again, or check --context and --kubeconfig", c.Server, err)}
+	case errors.As(err, &netErr), errors.As(err, &urlErr):
+		return Unreachable{Err: fmt.Errorf("cannot reach the cluster at %s: %v; check that it is up, and --context and --kubeconfig", c.Server, err)}
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package cluster
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// Kueue's labels on a job.
+const (
+	QueueLabel         = "kueue.x-k8s.io/queue-name"
+	PriorityClassLabel = "kueue.x-k8s.io/priority-class"
+)
+
+// Job is a rendered job as the cluster sees it.
+type Job struct {
+	// Object is what is submitted: the AppWrapper, or the job alone
+	// (wrapper: none), in its namespace.
+	Object *unstructured.Unstructured
+	// Inner is the training job: the AppWrapper's component, or Object.
+	Inner *unstructured.Unstructured
+	// PodSets are the job's groups of identical pods, as Kueue counts them:
+	// the AppWrapper's declared podSets, or those of the kinds Kueue knows
+	// (PyTorchJob: one per replica type). None for a bare T9k job, which
+	// Kueue does not manage.
+	PodSets []PodSet
+}
+
+// PodSet is a group of identical pods.
+type PodSet struct {
+	Name  string
+	Count int64
+	Pod   corev1.PodSpec
+}
+
+// NewJob reads the rendered manifest (one object) and places it in namespace
+// unless it names its own.
+func NewJob(manifest []byte, namespace string) (*Job, error) {
+	var obj map[string]any
+	if err := sigsyaml.Unmarshal(manifest, &obj); err != nil {
+		return nil, fmt.Errorf("reading the rendered manifest: %w", err)
+	}
+	job := &Job{Object: &unstructured.Unstructured{Object: obj}}
+	if job.Object.GetNamespace() == "" {
+		job.Object.SetNamespace(namespace)
+	}
+	job.Inner = job.Object
+	if job.Object.GetKind() != "AppWrapper" {
+		sets, err := inferPodSets(job.Object.Object)
+		job.PodSets = sets
+		return job, err
+	}
+	components, _, _ := unstructured.NestedSlice(obj, "spec", "components")
+	for i, c := range components {
+		component, _ := c.(map[string]any)
+		template, _ := component["template"].(map[string]any)
+		if i == 0 {
+			job.Inner = &unstructured.Unstructured{Object: template}
+		}
+		declared, _ := component["podSets"].([]any)
+		if len(declared) == 0 {
+			sets, err := inferPodSets(template)
+			if err != nil {
+				return nil, err
+			}
+			job.PodSets = append(job.PodSets, sets...)
+			continue
+		}
+		for j, d := range declared {
+			ps, _ := d.(map[string]any)
+			path, _ := ps["path"].(string)
+			count, _ := ps["replicas"].(float64)
+			pod, err := podSpecAt(component, path)
+			if err != nil {
+				return nil, fmt.Errorf("component %d, podSet %d: %w", i, j, err)
+			}
+			job.PodSets = append(job.PodSets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: int64(count), Pod: pod})
+		}
+	}
+	return job, nil
+}
+
+// Resource is the resource of the object's kind, as the cluster serves it.
+func (j *Job) Resource(served map[string]schema.GroupVersionResource) schema.GroupVersionResource {
+	return served[j.Object.GetKind()]
+}
+
+// inferPodSets gives the podSets of a job that declares none: a PyTorchJob's
+// replica types, in the order Kueue takes them (by name).
+func inferPodSets(obj map[string]any) ([]PodSet, error) {
+	if kind, _ := obj["kind"].(string); kind != "PyTorchJob" {
+		return nil, nil
+	}
+	specs, _, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs")
+	names := make([]string, 0, len(specs))
+	for name := range specs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var sets []PodSet
+	for _, name := range names {
+		spec, _ := specs[name].(map[string]any)
+		count, _ := spec["replicas"].(float64)
+		pod, err := podSpecAt(spec, "template")
+		if err != nil {
+			return nil, fmt.Errorf("pytorchReplicaSpecs.%s: %w", name, err)
+		}
+		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: int64(count), Pod: pod})
+	}
+	return sets, nil
+}
+
+// podSpecAt reads the pod template at path (dotted, with [i] for list items,
+// as AppWrapper's podSets write it) below obj.
+func podSpecAt(obj map[string]any, path string) (corev1.PodSpec, error) {
+	var at any = obj
+	for _, part := range strings.Split(path, ".") {
+		name, index, indexed := strings.Cut(strings.TrimSuffix(part, "]"), "[")
+		m, _ := at.(map[string]any)
+		at = m[name]
+		if indexed {
+			i, err := strconv.Atoi(index)
+			list, _ := at.([]any)
+			if err != nil || i < 0 || i >= len(list) {
+				return corev1.PodSpec{}, fmt.Errorf("no pod template at %s", path)
+			}
+			at = list[i]
+		}
+	}
+	template, ok := at.(map[string]any)
+	if !ok {
+		return corev1.PodSpec{}, fmt.Errorf("no pod template at %s", path)
+	}
+	var t corev1.PodTemplateSpec
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(template, &t); err != nil {
+		return corev1.PodSpec{}, fmt.Errorf("the pod template at %s: %w", path, err)
+	}
+	return t.Spec, nil
+}
+
+// Requests are the resources one pod of the set asks for, as Kueue counts
+// them: the containers' requests (their limits where they have none) added
+// up, or an init container's if that is more, plus the pod's overhead.
+func (p PodSet) Requests() corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, c := range p.Pod.Containers {
+		addTo(total, requestsOf(c))
+	}
+	for _, c := range p.Pod.InitContainers {
+		for name, q := range requestsOf(c) {
+			if have, ok := total[name]; !ok || q.Cmp(have) > 0 {
+				total[name] = q.DeepCopy()
+			}
+		}
+	}
+	addTo(total, p.Pod.Overhead)
+	return total
+}
+
+func requestsOf(c corev1.Container) corev1.ResourceList {
+	r := c.Resources.Requests.DeepCopy()
+	if r == nil {
+		r = corev1.ResourceList{}
+	}
+	for name, q := range c.Resources.Limits {
+		if _, ok := r[name]; !ok {
+			r[name] = q.DeepCopy()
+		}
+	}
+	return r
+}
+
+func addTo(total, more corev1.ResourceList) {
+	for name, q := range more {
+		sum := total[name]
+		sum.Add(q)
+		total[name] = sum
+	}
+}
+
+// Requests are what the whole job asks for: each podSet's pod requests
+// times its count.
+func (j *Job) Requests() corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, ps := range j.PodSets {
+		for name, q := range ps.Requests() {
+			times := q.DeepCopy()
+			times.Mul(ps.Count)
+			addTo(total, corev1.ResourceList{name: times})
+		}
+	}
+	return total
+}
+
+// Pods is the number of pods of the job.
+func (j *Job) Pods() int64 {
+	var n int64
+	for _, ps := range j.PodSets {
+		n += ps.Count
+	}
+	return n
+}
+
+// zero tells whether a quantity is nothing.
+func zero(q resource.Quantity) bool { return q.Sign() == 0 }
