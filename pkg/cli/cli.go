@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,12 @@ const (
 	ExitOK      = 0
 	ExitInvalid = 1 // the settings are invalid, or writing the output failed
 	ExitUsage   = 2 // the command line is wrong
+	ExitCluster = 3 // the cluster cannot be reached (check, submit, status)
 )
+
+// consequence is the annotation of a command that says what a failure
+// meant, as in "3 problems in the settings; nothing was rendered".
+const consequence = "consequence"
 
 // Streams are a command's standard input, output and error.
 type Streams struct {
@@ -53,8 +59,11 @@ func Run(args []string, s Streams) (code int) {
 		// cobra's own errors: an unknown command or flag, a missing argument.
 		fmt.Fprintf(s.Err, "Error: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 		return ExitUsage
+	case unreachable(err):
+		fmt.Fprintf(s.Err, "Error: %v\n", err)
+		return ExitCluster
 	}
-	writeError(s, err, "nothing was rendered")
+	writeError(s, err, cmp.Or(cmd.Annotations[consequence], "nothing was rendered"))
 	return ExitInvalid
 }
 
@@ -64,7 +73,10 @@ func Run(args []string, s Streams) (code int) {
 func writeError(s Streams, err error, consequence string) {
 	var problems diag.List
 	var strict strictError
+	var findings findingsError
 	switch {
+	case errors.As(err, &findings):
+		fmt.Fprintln(s.Err, findings)
 	case errors.As(err, &problems):
 		for _, p := range problems {
 			fmt.Fprintln(s.Err, p)
@@ -132,7 +144,7 @@ helm template.`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newInit(s), newRender(s), newValidate(s), newExplain(s), newSchema(s), newVersion(s))
+	root.AddCommand(newInit(s), newRender(s), newValidate(s), newCheck(s), newExplain(s), newSchema(s), newVersion(s))
 
 	// cobra's own help and completion commands, with examples like the others.
 	root.InitDefaultHelpCmd()

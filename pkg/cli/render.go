@@ -64,21 +64,22 @@ func completeSet(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Compl
 }
 
 // render loads, validates and renders the settings, and writes the warnings
-// to standard error; with --strict a warning fails the command.
-func (f *inputFlags) render(s Streams) (*render.Result, error) {
+// to standard error; with --strict a warning fails the command. It gives the
+// settings as loaded too, to place later findings in them.
+func (f *inputFlags) render(s Streams) (*settings.Input, *render.Result, error) {
 	if len(f.files) == 0 && len(f.sets) == 0 && len(f.setStrings) == 0 {
-		return nil, settings.UsageError{Err: errors.New("no settings given; pass a settings file with -f settings.yaml")}
+		return nil, nil, settings.UsageError{Err: errors.New("no settings given; pass a settings file with -f settings.yaml")}
 	}
 	render.Prepare()
 	in, err := settings.Load(settings.Options{Files: f.files, Sets: f.sets, SetStrings: f.setStrings, Stdin: s.In})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	result, err := render.Render(in)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return result, f.strictWarnings(result, s.Err)
+	return in, result, f.strictWarnings(result, s.Err)
 }
 
 // strictWarnings writes the warnings of a render to w, or with --strict
@@ -185,7 +186,7 @@ and the others are still written; the exit code is 1 if any file failed.`,
 				return settings.UsageError{Err: errors.New("several settings files need --out-dir DIR, to render each to a file of its own; to merge them into one job, pass each with -f")}
 			}
 			in.files = append(in.files, args...)
-			result, err := in.render(s)
+			_, result, err := in.render(s)
 			if err != nil {
 				return err
 			}

@@ -25,7 +25,7 @@ as an argument, then the --set values.`,
 				return settings.UsageError{Err: errors.New("validate checks one job: pass one settings file, or merge several with -f, as in: -f base.yaml -f job.yaml")}
 			}
 			in.files = append(in.files, args...)
-			result, err := in.render(s)
+			_, result, err := in.render(s)
 			if err != nil {
 				return err
 			}

@@ -53,7 +53,7 @@ func (c *Client) Check(ctx context.Context, job *Job, values map[string]any) (di
 	k := &checker{client: c, job: job, values: values, namespace: job.Object.GetNamespace(), cache: map[string]*fetched{}}
 	// One question first, alone: when the cluster does not answer, it is the
 	// only thing to say.
-	top, served, err := k.serves(job.Object)
+	top, served, err := k.serves(ctx, job.Object)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (c *Client) Check(ctx context.Context, job *Job, values map[string]any) (di
 	})
 	if job.Inner != job.Object {
 		wg.Go(func() {
-			if _, served, err := k.serves(job.Inner); err == nil && !served {
+			if _, served, err := k.serves(ctx, job.Inner); err == nil && !served {
 				k.notServed(job.Inner, "jobKind")
 			}
 		})
@@ -99,9 +99,9 @@ func (k *checker) add(severity diag.Severity, path diag.Path, format string, arg
 }
 
 // serves finds the resource of an object's kind in the cluster's discovery.
-func (k *checker) serves(obj *unstructured.Unstructured) (schema.GroupVersionResource, bool, error) {
+func (k *checker) serves(ctx context.Context, obj *unstructured.Unstructured) (schema.GroupVersionResource, bool, error) {
 	gv := obj.GroupVersionKind().GroupVersion()
-	list, err := k.client.Discovery.ServerResourcesForGroupVersion(gv.String())
+	list, err := k.client.Discovery.ServerResourcesForGroupVersionWithContext(ctx, gv.String())
 	if apierrors.IsNotFound(err) {
 		return schema.GroupVersionResource{}, false, nil
 	}
@@ -325,7 +325,7 @@ func (k *checker) exists(ctx context.Context, r reference) {
 	obj, err := k.get(ctx, r.gvr, r.namespace, r.name)
 	what := fmt.Sprintf("%s %q %s", r.kind, r.name, where(r.namespace))
 	switch {
-	case apierrors.IsNotFound(err) && !k.hasResource(r.gvr):
+	case apierrors.IsNotFound(err) && !k.hasResource(ctx, r.gvr):
 		k.add(diag.Error, r.path, "this cluster serves no %ss (%s), so %s cannot exist; remove %s, or ask an administrator which to use",
 			r.kind, r.gvr.GroupVersion(), what, r.path)
 	case apierrors.IsNotFound(err):
@@ -378,8 +378,8 @@ func dataKeys(obj *unstructured.Unstructured) map[string]bool {
 
 // hasResource tells whether the cluster serves a resource, to tell a missing
 // object from a missing API (both are 404 Not Found).
-func (k *checker) hasResource(gvr schema.GroupVersionResource) bool {
-	list, err := k.client.Discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+func (k *checker) hasResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
+	list, err := k.client.Discovery.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
 	if err != nil {
 		return !apierrors.IsNotFound(err)
 	}
@@ -513,7 +513,6 @@ func at(list string, i int, keys ...string) diag.Path {
 	return append(diag.Path{list, fmt.Sprint(i)}, keys...)
 }
 
-
 // queue checks the LocalQueue the job names, and the ClusterQueue behind it:
 // active, not held, and able to grant what the job requests.
 func (k *checker) queue(ctx context.Context) {
@@ -524,7 +523,7 @@ func (k *checker) queue(ctx context.Context) {
 	path := diag.Path{"queueName"}
 	lq, err := k.get(ctx, localQueues, k.namespace, name)
 	switch {
-	case apierrors.IsNotFound(err) && !k.hasResource(localQueues):
+	case apierrors.IsNotFound(err) && !k.hasResource(ctx, localQueues):
 		k.add(diag.Error, path, "this cluster serves no LocalQueues (%s): Kueue is not installed, and nothing would queue the job; set queueName: null to submit it without a queue",
 			localQueues.GroupVersion())
 		return

@@ -41,7 +41,7 @@ func (f *Flags) Namespace() string { return f.overrides.Context.Namespace }
 // Client talks to one cluster.
 type Client struct {
 	Dynamic   dynamic.Interface
-	Discovery discovery.DiscoveryInterface
+	Discovery discovery.ServerResourcesInterfaceWithContext
 	// Namespace is the namespace of -n, else of the kubeconfig's context,
 	// else default.
 	Namespace string

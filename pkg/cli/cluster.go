@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/settings"
+)
+
+// target is a rendered job and the cluster it is meant for.
+type target struct {
+	in     *settings.Input
+	values map[string]any
+	client *cluster.Client
+	job    *cluster.Job
+}
+
+// connect renders the settings (the -f files, then the one argument), reads
+// the kubeconfig and places the job in its namespace: the settings'
+// namespace, else -n, else the context's. Settings and -n that name two
+// namespaces are refused, as kubectl refuses an object of another namespace.
+func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what string) (*target, error) {
+	if len(args) > 1 {
+		return nil, settings.UsageError{Err: fmt.Errorf("%s takes one job: pass one settings file, or merge several with -f, as in: -f base.yaml -f job.yaml", what)}
+	}
+	in.files = append(in.files, args...)
+	loaded, result, err := in.render(s)
+	if err != nil {
+		return nil, err
+	}
+	ns, _ := result.Values["namespace"].(string)
+	if flag := kube.Namespace(); ns != "" && flag != "" && flag != ns {
+		return nil, settings.UsageError{Err: fmt.Errorf("the settings say namespace: %s, and -n says %s; drop -n, or change namespace in the settings", ns, flag)}
+	}
+	client, err := kube.Connect(userAgent())
+	if err != nil {
+		return nil, err
+	}
+	if ns == "" {
+		ns = client.Namespace
+	}
+	job, err := cluster.NewJob(result.Manifest, ns)
+	if err != nil {
+		return nil, err
+	}
+	return &target{in: loaded, values: result.Values, client: client, job: job}, nil
+}
+
+// check asks the cluster about the job and writes the findings to standard
+// error, placed in the settings. It fails when one is an error.
+func (t *target) check(ctx context.Context, s Streams) error {
+	found, err := t.client.Check(ctx, t.job, t.values)
+	if err != nil {
+		return err
+	}
+	placed := t.in.Locate(found)
+	counts := map[diag.Severity]int{}
+	for _, f := range placed {
+		counts[f.Severity]++
+		fmt.Fprintln(s.Err, f)
+	}
+	if counts[diag.Error] > 0 {
+		return findingsError{counts}
+	}
+	return nil
+}
+
+// findingsError is a check that found problems: the findings are written
+// already; the error is the summary line.
+type findingsError struct{ counts map[diag.Severity]int }
+
+func (e findingsError) Error() string {
+	return fmt.Sprintf("%s; the job cannot run on this cluster as it is", summary(e.counts))
+}
+
+// summary counts the findings of a check in words: "2 problems, 1 warning".
+func summary(counts map[diag.Severity]int) string {
+	var parts []string
+	for _, c := range []struct {
+		severity diag.Severity
+		noun     string
+	}{{diag.Error, "problem"}, {diag.Warning, "warning"}, {diag.Unchecked, "question the cluster would not answer"}} {
+		if n := counts[c.severity]; n > 0 {
+			parts = append(parts, count(n, c.noun))
+		}
+	}
+	if len(parts) == 0 {
+		return "no problem found"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// name is how messages name the job: AppWrapper team-a/llama.
+func (t *target) name() string {
+	obj := t.job.Object
+	return fmt.Sprintf("%s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+}
+
+// userAgent names the generator and its version to the API server.
+func userAgent() string {
+	version := "(devel)"
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		version = info.Main.Version
+	}
+	return "torchwrap-generator/" + version
+}
+
+func newCheck(s Streams) *cobra.Command {
+	var in inputFlags
+	var kube cluster.Flags
+	cmd := &cobra.Command{
+		Use:   "check [settings.yaml] [-f more.yaml]... [--set key=value] [--context NAME] [-n NAMESPACE]",
+		Short: "Ask the cluster whether the job can run there, without submitting it",
+		Long: `Check renders the settings as render does, then asks the cluster of your
+kubeconfig (as kubectl finds it: --kubeconfig, KUBECONFIG, ~/.kube/config;
+--context) everything that would keep the job from running, and changes
+nothing there:
+
+  - the APIs it needs are served: AppWrapper, the job's kind, Kueue's queues;
+  - you may create the job in its namespace, and the API server accepts it: a
+    server-side dry-run create, through the admission webhooks; Kueue's webhook
+    must suspend it, or no queue would hold it;
+  - its LocalQueue exists, and the ClusterQueue behind it covers every resource
+    the job requests, in amounts it can ever grant (nominal quota plus what it
+    may borrow);
+  - the objects the settings name exist: PriorityClass, WorkloadPriorityClass,
+    PersistentVolumeClaims, Secrets and ConfigMaps (with the keys named),
+    StorageClass, NetworkAttachmentDefinition, ServiceAccount.
+
+Each finding is written with the file, line and column of the setting it is
+about, and how to fix it. What you may not read is reported as a question the
+cluster would not answer, not as a problem. The namespace is the settings'
+namespace, else -n, else your context's.
+
+Exit codes: 0 when nothing stops the job (warnings may remain), 1 when
+something does or the settings are invalid, 2 for a wrong command line, 3 when
+the cluster cannot be reached.`,
+		Example: `  generator check settings.yaml
+  generator check -f settings.yaml --context prod -n team-a`,
+		Annotations: map[string]string{consequence: "nothing was checked against the cluster"},
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			t, err := connect(s, &in, &kube, args, "check")
+			if err != nil {
+				return err
+			}
+			if err := t.check(cmd.Context(), s); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(s.Out, "OK: %s can run on this cluster\n", t.name())
+			return err
+		}),
+	}
+	in.register(cmd)
+	kube.Register(cmd.Flags())
+	return cmd
+}
+
+// unreachable tells whether an error means the cluster could not be asked.
+func unreachable(err error) bool {
+	var u cluster.Unreachable
+	return errors.As(err, &u)
+}

@@ -1,0 +1,389 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	discoveryfake "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/torchwrap/generator/pkg/render"
+	"github.com/torchwrap/generator/pkg/settings"
+)
+
+// fakeCluster is a cluster of client-go's fake clients, with the APIs of a
+// cluster with Kueue, AppWrapper, the training operator and Multus, and the
+// objects of objects (YAML documents). Kueue's webhook is played by a
+// reactor that suspends what is created with a queue label, unless
+// unmanaged; the access review answers allowed, unless denied.
+type fakeCluster struct {
+	objects   string
+	unmanaged bool
+	denied    bool
+	// without drops the APIs of these group versions.
+	without []string
+	// react adds reactors before the others.
+	react func(*dynamicfake.FakeDynamicClient)
+}
+
+// resources of the fake cluster's APIs, by group version: resource → kind.
+var resources = map[string]map[string]string{
+	"v1":                             {"secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount"},
+	"scheduling.k8s.io/v1":           {"priorityclasses": "PriorityClass"},
+	"storage.k8s.io/v1":              {"storageclasses": "StorageClass"},
+	"authorization.k8s.io/v1":        {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
+	"kueue.x-k8s.io/v1beta1":         {"localqueues": "LocalQueue", "clusterqueues": "ClusterQueue", "workloadpriorityclasses": "WorkloadPriorityClass", "workloads": "Workload"},
+	"workload.codeflare.dev/v1beta2": {"appwrappers": "AppWrapper"},
+	"kubeflow.org/v1":                {"pytorchjobs": "PyTorchJob"},
+	"batch.tensorstack.dev/v1beta1":  {"pytorchtrainingjobs": "PyTorchTrainingJob", "deepspeedjobs": "DeepSpeedJob"},
+	"k8s.cni.cncf.io/v1":             {"network-attachment-definitions": "NetworkAttachmentDefinition"},
+}
+
+// baseObjects are what a job of the helloworld example needs.
+const baseObjects = `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: default-queue, namespace: ml}
+spec: {clusterQueue: cluster-queue}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: research, namespace: ml}
+spec: {clusterQueue: cluster-queue}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: cluster-queue}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: gpu
+      resources:
+      - {name: cpu, nominalQuota: 512}
+      - {name: memory, nominalQuota: 4Ti}
+      - {name: nvidia.com/gpu, nominalQuota: 32}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: default-priority}
+value: 1
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high-priority}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: system-cluster-critical}
+value: 2000000000
+`
+
+func (f fakeCluster) client(t *testing.T) *Client {
+	t.Helper()
+	listKinds := map[schema.GroupVersionResource]string{}
+	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	for gv, rs := range resources {
+		list := &metav1.APIResourceList{GroupVersion: gv}
+		for resource, kind := range rs {
+			parsed, err := schema.ParseGroupVersion(gv)
+			require.NoError(t, err)
+			listKinds[parsed.WithResource(resource)] = kind + "List"
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: resource, Kind: kind})
+		}
+		if !contains(f.without, gv) {
+			disc.Resources = append(disc.Resources, list)
+		}
+	}
+	var objects []runtime.Object
+	for _, doc := range strings.Split(baseObjects+"\n---\n"+f.objects, "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var obj map[string]any
+		require.NoError(t, sigsyaml.Unmarshal([]byte(doc), &obj))
+		objects = append(objects, &unstructured.Unstructured{Object: obj})
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objects...)
+	dyn.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		review := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+		require.NoError(t, unstructured.SetNestedField(review.Object, !f.denied, "status", "allowed"))
+		return true, review, nil
+	})
+	for _, resource := range []string{"appwrappers", "pytorchjobs"} {
+		dyn.PrependReactor("create", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+			obj := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+			if obj.GetLabels()[QueueLabel] != "" && !f.unmanaged {
+				path := []string{"spec", "suspend"}
+				if resource == "pytorchjobs" {
+					path = []string{"spec", "runPolicy", "suspend"}
+				}
+				require.NoError(t, unstructured.SetNestedField(obj.Object, true, path...))
+			}
+			return true, obj, nil
+		})
+	}
+	// An API the cluster does not serve answers 404 to everything.
+	for _, gv := range f.without {
+		for resource := range resources[gv] {
+			dyn.PrependReactor("*", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), "")
+			})
+		}
+	}
+	if f.react != nil {
+		f.react(dyn)
+	}
+	return &Client{Dynamic: dyn, Discovery: disc, Namespace: "ml", Server: "https://fake"}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// check renders settings (YAML, as the file settings.yaml) and checks the
+// job against the cluster, giving the findings as the command line writes
+// them.
+func check(t *testing.T, f fakeCluster, yaml string) []string {
+	t.Helper()
+	found, err := checkErr(t, f, yaml)
+	require.NoError(t, err)
+	return found
+}
+
+func checkErr(t *testing.T, f fakeCluster, yaml string) ([]string, error) {
+	t.Helper()
+	t.Chdir(t.TempDir())
+	require.NoError(t, os.WriteFile("settings.yaml", []byte(yaml), 0o600))
+	in, err := settings.Load(settings.Options{Files: []string{"settings.yaml"}})
+	require.NoError(t, err)
+	result, err := render.Render(in)
+	require.NoError(t, err)
+	client := f.client(t)
+	job, err := NewJob(result.Manifest, client.Namespace)
+	require.NoError(t, err)
+	found, err := client.Check(context.Background(), job, result.Values)
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, d := range in.Locate(found) {
+		lines = append(lines, d.String())
+	}
+	return lines, nil
+}
+
+const helloworld = `jobName: hello
+containerImage: ghcr.io/foundation-model-stack/base:pytorch-latest-nightly-20230126
+numPods: 2
+numGpusPerPod: 8
+mainProgram: train.py
+`
+
+func TestCheckFindsNothingWrongWithAJobThatCanRun(t *testing.T) {
+	require.Empty(t, check(t, fakeCluster{}, helloworld))
+}
+
+func TestCheckAQueueThatDoesNotExist(t *testing.T) {
+	require.Equal(t, []string{
+		`settings.yaml:6:12: queueName: no LocalQueue "reserch" in namespace "ml", and the job would wait for it forever (those here: default-queue, research); did you mean "research"?`,
+	}, check(t, fakeCluster{}, helloworld+"queueName: reserch\n"))
+}
+
+func TestCheckAJobLargerThanTheQuota(t *testing.T) {
+	require.Equal(t, []string{
+		`settings.yaml:4:16: numGpusPerPod: the job requests 64 nvidia.com/gpu in all (8 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
+	}, check(t, fakeCluster{}, strings.Replace(helloworld, "numPods: 2", "numPods: 8", 1)))
+}
+
+func TestCheckAResourceTheClusterQueueDoesNotCover(t *testing.T) {
+	require.Equal(t, []string{
+		`settings.yaml:6:13: numRoceGdr: ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") has no quota for nvidia.com/roce_gdr, which the job requests (2 pods × 2 in all): Kueue will never admit it; ask an administrator to add nvidia.com/roce_gdr to it, or name a LocalQueue whose ClusterQueue covers it`,
+	}, check(t, fakeCluster{}, helloworld+"numRoceGdr: 2\n"))
+}
+
+func TestCheckQuotaWithBorrowing(t *testing.T) {
+	cohort := `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: shared, namespace: ml}
+spec: {clusterQueue: %s}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: limited}
+spec:
+  cohort: all
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: a
+      resources: [{name: cpu, nominalQuota: 100}, {name: memory, nominalQuota: 1Ti}, {name: nvidia.com/gpu, nominalQuota: 8, borrowingLimit: 8}]
+    - name: b
+      resources: [{name: cpu, nominalQuota: 0}, {name: memory, nominalQuota: 0}, {name: nvidia.com/gpu, nominalQuota: 8, borrowingLimit: 0}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: unlimited}
+spec:
+  cohort: all
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: a
+      resources: [{name: cpu, nominalQuota: 100, borrowingLimit: 0}, {name: memory, nominalQuota: 1Ti, borrowingLimit: 0}, {name: nvidia.com/gpu, nominalQuota: 8}]
+`
+	settings := strings.Replace(helloworld, "numPods: 2", "numPods: 4", 1) + "queueName: shared\n"
+	require.Equal(t, []string{
+		`settings.yaml:4:16: numGpusPerPod: the job requests 32 nvidia.com/gpu in all (4 pods × 8), but ClusterQueue "limited" (behind LocalQueue "shared") can grant at most 24 (nominal 16, borrowing limit 8): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
+	}, check(t, fakeCluster{objects: strings.ReplaceAll(cohort, "%s", "limited")}, settings))
+	// Without a borrowing limit, up to the rest of the cohort: 8 + 16.
+	require.Equal(t, []string{
+		`settings.yaml:4:16: numGpusPerPod: the job requests 32 nvidia.com/gpu in all (4 pods × 8), but ClusterQueue "unlimited" (behind LocalQueue "shared") can grant at most 24 (nominal 8, and 16 it may borrow in cohort "all"): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
+	}, check(t, fakeCluster{objects: strings.ReplaceAll(cohort, "%s", "unlimited")}, settings))
+}
+
+func TestCheckObjectsTheSettingsName(t *testing.T) {
+	objects := `
+apiVersion: v1
+kind: Secret
+metadata: {name: git-key, namespace: ml}
+data: {other: eA==}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: registry, namespace: ml}
+type: Opaque
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: datasets, namespace: ml}
+`
+	settings := helloworld + `priority: hihg-priority
+volumes:
+- name: data
+  claimName: dataset
+  mountPath: /data
+sshGitCloneConfig:
+  secretName: git-key
+  configMapName: known-hosts
+imagePullSecrets:
+- name: registry
+serviceAccountName: trainer
+mountNVMe:
+  storage: 100Gi
+multiNicNetworkName: roce
+environmentVariables:
+- name: TOKEN
+  secret: {name: api, key: token}
+`
+	require.Equal(t, []string{
+		`settings.yaml:6:11: priority: no PriorityClass "hihg-priority" on this cluster (those here: default-priority, high-priority); did you mean "high-priority"?; or set priority: null to leave priorityClassName out`,
+		`settings.yaml:9:14: volumes[0].claimName: no PersistentVolumeClaim "dataset" in namespace "ml" (those here: datasets); did you mean "datasets"?`,
+		`settings.yaml:12:15: sshGitCloneConfig.secretName: Secret "git-key" in namespace "ml" has no key "id_rsa" (its keys: other); name one of its keys, or add "id_rsa" to it`,
+		`settings.yaml:13:18: sshGitCloneConfig.configMapName: no ConfigMap "known-hosts" in namespace "ml" (there are none); create it first, or name one that exists`,
+		`settings.yaml:15:9: warning: imagePullSecrets[0].name: Secret "registry" in namespace "ml" is of type Opaque, not kubernetes.io/dockerconfigjson: the kubelet pulls no image with it; recreate it with kubectl create secret docker-registry`,
+		`settings.yaml:16:21: serviceAccountName: no ServiceAccount "trainer" in namespace "ml" (there are none); create it first, or name one that exists; or remove serviceAccountName to use the namespace's default`,
+		`settings.yaml:17:1: mountNVMe: no StorageClass "odf-lvm-vg1" on this cluster (there are none); create it first, or name one that exists; or name the cluster's NVMe StorageClass in mountNVMe.storageClassName`,
+		`settings.yaml:19:22: multiNicNetworkName: no NetworkAttachmentDefinition "roce" in namespace "ml" (there are none); create it first, or name one that exists`,
+		`settings.yaml:22:18: environmentVariables[0].secret.name: no Secret "api" in namespace "ml" (those here: git-key, registry); create it first, or name one that exists`,
+	}, check(t, fakeCluster{objects: objects}, settings))
+}
+
+func TestCheckAnAPITheClusterDoesNotServe(t *testing.T) {
+	require.Equal(t, []string{
+		`settings.yaml:6:22: multiNicNetworkName: this cluster serves no NetworkAttachmentDefinitions (k8s.cni.cncf.io/v1), so NetworkAttachmentDefinition "roce" in namespace "ml" cannot exist; remove multiNicNetworkName, or ask an administrator which to use`,
+	}, check(t, fakeCluster{without: []string{"k8s.cni.cncf.io/v1"}}, helloworld+"multiNicNetworkName: roce\n"))
+	require.Equal(t, []string{
+		`settings.yaml:1:1: wrapper: this cluster does not serve AppWrappers (workload.codeflare.dev/v1beta2): the AppWrapper controller is not installed; ask an administrator to install it, or set wrapper: none to submit the job alone`,
+	}, check(t, fakeCluster{without: []string{"workload.codeflare.dev/v1beta2"}}, helloworld))
+	require.Equal(t, []string{
+		`settings.yaml:6:10: jobKind: this cluster does not serve PyTorchTrainingJobs (batch.tensorstack.dev/v1beta1): T9k's job controller is not installed; ask an administrator to install it, or choose a jobKind this cluster runs`,
+	}, check(t, fakeCluster{without: []string{"batch.tensorstack.dev/v1beta1"}}, helloworld+"jobKind: PyTorchTrainingJob\n"))
+	require.Equal(t, []string{
+		`settings.yaml:6:12: queueName: this cluster serves no LocalQueues (kueue.x-k8s.io/v1beta1): Kueue is not installed, and nothing would queue the job; set queueName: null to submit it without a queue`,
+	}, check(t, fakeCluster{without: []string{"kueue.x-k8s.io/v1beta1"}}, helloworld+"queueName: default-queue\n"))
+}
+
+func TestCheckAJobKueueDoesNotManage(t *testing.T) {
+	require.Equal(t, []string{
+		`settings.yaml:6:10: wrapper: Kueue does not manage PyTorchJobs on this cluster (its kubeflow.org/pytorchjob integration is off, the default since Kueue v0.19): the job would start at once, outside every queue and quota, and queueName would do nothing; set wrapper: AppWrapper, or ask an administrator to turn the integration on`,
+	}, check(t, fakeCluster{unmanaged: true}, helloworld+"wrapper: none\n"))
+}
+
+func TestCheckWhatTheUserMayNotDoOrRead(t *testing.T) {
+	forbidden := func(resource string) func(*dynamicfake.FakeDynamicClient) {
+		return func(dyn *dynamicfake.FakeDynamicClient) {
+			dyn.PrependReactor("get", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "x", errors.New("RBAC"))
+			})
+		}
+	}
+	require.Equal(t, []string{
+		`settings.yaml:6:12: namespace: you may not create AppWrappers in namespace "ml" (RBAC); ask an administrator for the right, or choose a namespace where you may (namespace:, or -n)`,
+	}, check(t, fakeCluster{denied: true}, helloworld+"namespace: ml\n"))
+	require.Equal(t, []string{
+		`settings.yaml:1:1: could not check: queueName: the quota of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue"): you may not read them (RBAC)`,
+	}, check(t, fakeCluster{react: forbidden("clusterqueues")}, helloworld))
+}
+
+func TestCheckWhatTheAPIServerRefuses(t *testing.T) {
+	webhook := func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("create", "appwrappers", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "workload.codeflare.dev", Resource: "appwrappers"}, "hello",
+				errors.New(`admission webhook "vappwrapper.kb.io" denied the request: components[0]: too many podSets`))
+		})
+	}
+	require.Equal(t, []string{
+		`settings.yaml:1:1: the API server refuses the AppWrapper (a dry-run create): appwrappers.workload.codeflare.dev "hello" is forbidden: admission webhook "vappwrapper.kb.io" denied the request: components[0]: too many podSets`,
+	}, check(t, fakeCluster{react: webhook}, helloworld))
+
+	exists := fakeCluster{objects: `
+apiVersion: workload.codeflare.dev/v1beta2
+kind: AppWrapper
+metadata: {name: hello, namespace: ml}
+`}
+	exists.react = func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("create", "appwrappers", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			obj := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured)
+			if obj.GetName() == "hello" {
+				return true, nil, apierrors.NewAlreadyExists(a.GetResource().GroupResource(), "hello")
+			}
+			require.Equal(t, "hello-", obj.GetGenerateName())
+			return false, nil, nil
+		})
+	}
+	require.Equal(t, []string{
+		`settings.yaml:1:10: warning: jobName: an AppWrapper "hello" exists in namespace "ml" already; generator submit replaces it once it has finished (at once with --force), or choose another jobName`,
+	}, check(t, exists, helloworld))
+}
+
+func TestCheckAClusterThatDoesNotAnswer(t *testing.T) {
+	f := fakeCluster{}
+	client := f.client(t)
+	client.Discovery.(*discoveryfake.FakeDiscovery).PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/apis", Err: errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")}
+	})
+	_, err := client.Check(context.Background(), &Job{Object: &unstructured.Unstructured{Object: map[string]any{"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper"}}}, nil)
+	var u Unreachable
+	require.ErrorAs(t, err, &u)
+	require.EqualError(t, err, `cannot reach the cluster at https://fake: Get "https://10.0.0.1:6443/apis": dial tcp 10.0.0.1:6443: connect: connection refused; check that it is up, and --context and --kubeconfig`)
+}
