@@ -24,6 +24,7 @@ var (
 	clusterQueues   = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "clusterqueues"}
 	workloadClasses = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloadpriorityclasses"}
 	priorityClasses = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
+	namespaces      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	claims          = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
 	secrets         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	configMaps      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -56,6 +57,13 @@ func (c *Client) Check(ctx context.Context, job *Job, values map[string]any) (di
 	top, served, err := k.serves(ctx, job.Object)
 	if err != nil {
 		return nil, err
+	}
+	// In a namespace that does not exist, every other finding would be
+	// about that.
+	if _, err := k.get(ctx, namespaces, "", k.namespace); apierrors.IsNotFound(err) {
+		k.missing(ctx, k.namespacePath(), reference{kind: "namespace", gvr: namespaces, name: k.namespace,
+			fix: "or choose another with namespace: or -n"})
+		return k.findings, nil
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -329,20 +337,7 @@ func (k *checker) exists(ctx context.Context, r reference) {
 		k.add(diag.Error, r.path, "this cluster serves no %ss (%s), so %s cannot exist; remove %s, or ask an administrator which to use",
 			r.kind, r.gvr.GroupVersion(), what, r.path)
 	case apierrors.IsNotFound(err):
-		list, closest := k.names(ctx, r.gvr, r.namespace, r.name, r.skip)
-		msg := fmt.Sprintf("no %s %q %s", r.kind, r.name, where(r.namespace))
-		if list != "" {
-			msg += " (" + list + ")"
-		}
-		if closest != "" {
-			msg += fmt.Sprintf("; did you mean %q?", closest)
-		} else {
-			msg += "; create it first, or name one that exists"
-		}
-		if r.fix != "" {
-			msg += "; " + r.fix
-		}
-		k.add(diag.Error, r.path, "%s", msg)
+		k.missing(ctx, r.path, r)
 	case err != nil:
 		k.unchecked(r.path, what, err)
 	case r.key != "":
@@ -362,6 +357,24 @@ func (k *checker) exists(ctx context.Context, r reference) {
 				what, t, corev1.SecretTypeDockerConfigJson)
 		}
 	}
+}
+
+// missing reports an object that does not exist, with those that do.
+func (k *checker) missing(ctx context.Context, path diag.Path, r reference) {
+	list, closest := k.names(ctx, r.gvr, r.namespace, r.name, r.skip)
+	msg := fmt.Sprintf("no %s %q %s", r.kind, r.name, where(r.namespace))
+	if list != "" {
+		msg += " (" + list + ")"
+	}
+	if closest != "" {
+		msg += fmt.Sprintf("; did you mean %q?", closest)
+	} else {
+		msg += "; create it first, or name one that exists"
+	}
+	if r.fix != "" {
+		msg += "; " + r.fix
+	}
+	k.add(diag.Error, path, "%s", msg)
 }
 
 // dataKeys are the keys of a Secret or ConfigMap; never their values.

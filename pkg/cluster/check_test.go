@@ -40,7 +40,7 @@ type fakeCluster struct {
 
 // resources of the fake cluster's APIs, by group version: resource → kind.
 var resources = map[string]map[string]string{
-	"v1":                             {"secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount"},
+	"v1":                             {"secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace"},
 	"scheduling.k8s.io/v1":           {"priorityclasses": "PriorityClass"},
 	"storage.k8s.io/v1":              {"storageclasses": "StorageClass"},
 	"authorization.k8s.io/v1":        {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
@@ -53,6 +53,10 @@ var resources = map[string]map[string]string{
 
 // baseObjects are what a job of the helloworld example needs.
 const baseObjects = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: ml}
+---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
 metadata: {name: default-queue, namespace: ml}
@@ -386,4 +390,15 @@ func TestCheckAClusterThatDoesNotAnswer(t *testing.T) {
 	var u Unreachable
 	require.ErrorAs(t, err, &u)
 	require.EqualError(t, err, `cannot reach the cluster at https://fake: Get "https://10.0.0.1:6443/apis": dial tcp 10.0.0.1:6443: connect: connection refused; check that it is up, and --context and --kubeconfig`)
+}
+
+func TestCheckANamespaceThatDoesNotExist(t *testing.T) {
+	namespaces := `
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+`
+	require.Equal(t, []string{
+		`settings.yaml:6:12: namespace: no namespace "team-b" on this cluster (those here: ml, team-a); did you mean "team-a"?; or choose another with namespace: or -n`,
+	}, check(t, fakeCluster{objects: namespaces}, helloworld+"namespace: team-b\n"))
 }
