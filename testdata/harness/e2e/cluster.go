@@ -69,11 +69,13 @@ func kubeLDFlags() string {
 	return ldflags
 }
 
-// Cluster is a running etcd and kube-apiserver.
+// Cluster is a running etcd and kube-apiserver. Kubeconfig is the admin's
+// kubeconfig file.
 type Cluster struct {
 	Kubeconfig string
 	bins       Binaries
 	dir        string
+	server     string
 	procs      []*process
 }
 
@@ -93,9 +95,24 @@ func (p *process) exited() bool {
 	}
 }
 
-// token is the static bearer token of the admin user, valid only for this
-// throwaway server on loopback.
-const token = "e2e-admin-token"
+// Researcher is a user with no rights of its own: it may do only what every
+// authenticated user may (discovery, asking what it may do) and what
+// RoleBindings grant it (the simulated cluster binds view to it in
+// SimRBACNamespace).
+const Researcher = "researcher"
+
+// user is a user of the API server with a static bearer token, valid only for
+// this throwaway server on loopback.
+type user struct {
+	name, token, groups string
+}
+
+// admin is in group system:masters and may do anything; the controllers of
+// the simulated cluster run as admin.
+var admin = user{"admin", "e2e-admin-token", "system:masters"}
+
+// users are the users in the API server's token file.
+var users = []user{admin, {Researcher, "e2e-researcher-token", ""}}
 
 // Start starts etcd and kube-apiserver with their data, keys and logs in dir,
 // and waits until the API server is ready. On error, what was started is
@@ -126,7 +143,9 @@ func Start(bins Binaries, dir string) (c *Cluster, err error) {
 		"--initial-cluster=e2e="+peerURL, "--unsafe-no-fsync", "--log-level=warn"); err != nil {
 		return nil, err
 	}
-	// AlwaysAllow: no RBAC to set up. No ServiceAccount admission: no
+	// RBAC, as on a real cluster: the admin is in system:masters, and the
+	// controllers of the simulated cluster run as the admin; another user
+	// may do what roles grant it. No ServiceAccount admission: no
 	// controller creates service accounts here. No endpoint reconciler:
 	// 127.0.0.1 is not a valid Endpoints address.
 	if err := c.start("kube-apiserver", nil, bins.APIServer,
@@ -137,15 +156,41 @@ func Start(bins Binaries, dir string) (c *Cluster, err error) {
 		"--service-account-key-file="+filepath.Join(dir, "sa.pub"),
 		"--service-account-signing-key-file="+filepath.Join(dir, "sa.key"),
 		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
-		"--authorization-mode=AlwaysAllow",
+		"--authorization-mode=RBAC",
 		"--disable-admission-plugins=ServiceAccount",
 		"--endpoint-reconciler-type=none",
 		"--service-cluster-ip-range=10.0.0.0/24"); err != nil {
 		return nil, err
 	}
-	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	if err := c.waitURL("kube-apiserver", server+"/readyz", 2*time.Minute); err != nil {
+	c.server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	if err := c.waitURL("kube-apiserver", c.server+"/readyz", 2*time.Minute); err != nil {
 		return nil, err
+	}
+	return c, c.writeKubeconfig(c.Kubeconfig, admin, "default")
+}
+
+// Server is the URL of the API server.
+func (c *Cluster) Server() string { return c.server }
+
+// KubeconfigFor writes a kubeconfig file for a user (Researcher, say),
+// dir/kubeconfig-<user>, whose context has the namespace given (none if
+// empty), and returns its path.
+func (c *Cluster) KubeconfigFor(name, namespace string) (string, error) {
+	for _, u := range users {
+		if u.name == name {
+			path := filepath.Join(c.dir, "kubeconfig-"+name)
+			return path, c.writeKubeconfig(path, u, namespace)
+		}
+	}
+	return "", fmt.Errorf("no user %q in the token file", name)
+}
+
+// writeKubeconfig writes a kubeconfig file for the user u, with the namespace
+// in its context unless empty.
+func (c *Cluster) writeKubeconfig(path string, u user, namespace string) error {
+	context := fmt.Sprintf("{cluster: e2e, user: %s}", u.name)
+	if namespace != "" {
+		context = fmt.Sprintf("{cluster: e2e, user: %s, namespace: %s}", u.name, namespace)
 	}
 	kubeconfig := fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -155,15 +200,15 @@ clusters:
     server: %s
     certificate-authority: %s
 users:
-- name: admin
+- name: %s
   user:
     token: %s
 contexts:
 - name: e2e
-  context: {cluster: e2e, user: admin, namespace: default}
+  context: %s
 current-context: e2e
-`, server, filepath.Join(dir, "certs", "apiserver.crt"), token)
-	return c, os.WriteFile(c.Kubeconfig, []byte(kubeconfig), 0o600)
+`, c.server, filepath.Join(c.dir, "certs", "apiserver.crt"), u.name, u.token, context)
+	return os.WriteFile(path, []byte(kubeconfig), 0o600)
 }
 
 // start starts a program in its own process group, with env added to the
@@ -207,7 +252,7 @@ func (c *Cluster) waitURL(what, url string, timeout time.Duration) error {
 			}
 		}
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Authorization", "Bearer "+admin.token)
 		if resp, err := client.Do(req); err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -262,10 +307,15 @@ func (c *Cluster) Running() []int {
 	return pids
 }
 
-// Kubectl runs the built kubectl against the cluster, with stdin as its
-// standard input. It never uses a kubectl found on the machine.
+// Kubectl runs the built kubectl against the cluster as the admin, with stdin
+// as its standard input. It never uses a kubectl found on the machine.
 func (c *Cluster) Kubectl(stdin []byte, args ...string) (string, error) {
-	cmd := exec.Command(c.bins.Kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	return c.KubectlWith(c.Kubeconfig, stdin, args...)
+}
+
+// KubectlWith runs the built kubectl with a kubeconfig file, as Kubectl does.
+func (c *Cluster) KubectlWith(kubeconfig string, stdin []byte, args ...string) (string, error) {
+	cmd := exec.Command(c.bins.Kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -294,7 +344,8 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// writeKeys writes the service-account signing key pair and the token file.
+// writeKeys writes the service-account signing key pair and the token file of
+// the users.
 func writeKeys(dir string) error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -304,10 +355,19 @@ func writeKeys(dir string) error {
 	if err != nil {
 		return err
 	}
+	var tokens strings.Builder
+	for _, u := range users {
+		// token, name, uid and, if any, groups
+		fmt.Fprintf(&tokens, "%s,%s,%s-uid", u.token, u.name, u.name)
+		if u.groups != "" {
+			fmt.Fprintf(&tokens, ",%s", u.groups)
+		}
+		tokens.WriteString("\n")
+	}
 	files := map[string][]byte{
 		"sa.key":     pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		"sa.pub":     pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
-		"tokens.csv": []byte(token + ",admin,admin-uid,system:masters\n"),
+		"tokens.csv": []byte(tokens.String()),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
