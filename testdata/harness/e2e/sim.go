@@ -122,14 +122,33 @@ const (
 	SimNodeGPUs = 8
 )
 
-// SmallQueueGPUs is the GPU quota of ClusterQueue small-cq (see queues).
-const SmallQueueGPUs = 16
+// SmallQueueGPUs and TinyQueueGPUs are the GPU quotas of ClusterQueues
+// small-cq and tiny-cq (see clusterQueues).
+const (
+	SmallQueueGPUs = 16
+	TinyQueueGPUs  = 8
+)
+
+// Namespaces of the simulated cluster for the tests of the commands that ask
+// it (see checkObjects).
+const (
+	// SimCheckNamespace holds LocalQueues default-queue and tiny-queue.
+	SimCheckNamespace = "sim-check"
+	// SimUnmanagedNamespace stands for a cluster whose Kueue does not manage
+	// PyTorchJobs: Kueue's webhook leaves a PyTorchJob created there
+	// unsuspended.
+	SimUnmanagedNamespace = "sim-unmanaged"
+	// SimRBACNamespace is the only namespace where Researcher may do
+	// anything: read what ClusterRole view lets it read.
+	SimRBACNamespace = "sim-rbac"
+)
 
 // StartSim starts the controllers of the simulated cluster against c, with
 // their configuration, certificates and logs in c's folder, installs the
-// CRDs and the cluster's fixed objects (nodes, priority classes, queues), and
-// waits until every controller is ready. CRDs of the jobs (AppWrapper,
-// PyTorchJob, T9k) are the caller's, in crds.
+// CRDs (Kueue's and NetworkAttachmentDefinition) and the cluster's fixed
+// objects (nodes, priority classes, queues, and what the jobs find in their
+// namespaces: userObjects), and waits until every controller is ready. CRDs
+// of the jobs (AppWrapper, PyTorchJob, T9k) are the caller's, in crds.
 func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 	dir := filepath.Join(c.dir, "sim")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -157,6 +176,7 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 		}
 		crds = append(crds, data)
 	}
+	crds = append(crds, []byte(nadCRD))
 	if err := c.CreateAll(crds); err != nil {
 		return err
 	}
@@ -268,13 +288,13 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 	}
 
 	// Kueue's webhooks, now that it serves them; then the queues, which its
-	// validating webhook admits.
+	// validating webhook admits, and the users' objects.
 	kueueHooks, err := webhooks(filepath.Join(b.KueueModule, "config", "components", "webhook", "manifests.yaml"),
 		func(name string) string { return "kueue-" + name }, fmt.Sprintf("https://127.0.0.1:%d", kueueWebhook), ca)
 	if err != nil {
 		return err
 	}
-	if err := c.CreateAll(append(kueueHooks, []byte(queues()))); err != nil {
+	if err := c.CreateAll(append(kueueHooks, []byte(queues()), []byte(userObjects()))); err != nil {
 		return err
 	}
 	return c.waitFor("the fake nodes Ready and the ClusterQueues active", 2*time.Minute, func() bool {
@@ -283,7 +303,7 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 			return false
 		}
 		active, err := c.Kubectl(nil, "get", "clusterqueues", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Active")].status}{"\n"}{end}`)
-		return err == nil && strings.Count(active, "True") == 2
+		return err == nil && strings.Count(active, "True") == len(clusterQueues)
 	})
 }
 

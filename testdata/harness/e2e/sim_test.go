@@ -30,7 +30,9 @@ func TestSimulatedCluster(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, cluster.StartSim(bins, jobCRDs(t)))
 	t.Logf("simulated cluster ready in %s (after the API server)", time.Since(start).Round(time.Millisecond))
-	s := &sim{cluster: cluster, generator: buildGenerator(t)}
+	researcher, err := cluster.KubeconfigFor(e2e.Researcher, e2e.SimRBACNamespace)
+	require.NoError(t, err)
+	s := &sim{cluster: cluster, generator: buildGenerator(t), researcher: researcher}
 
 	// The fault-tolerance cases take longest (AppWrapper looks at the pods of
 	// a running job once a minute), in parallel with the others, which run in
@@ -43,6 +45,7 @@ func TestSimulatedCluster(t *testing.T) {
 		t.Run("in-turn", func(t *testing.T) {
 			t.Parallel()
 			t.Run("webhooks", s.webhooks)
+			t.Run("access", s.access)
 			t.Run("examples", s.examples)
 			t.Run("quota", s.quota)
 			t.Run("priority", s.priority)
@@ -62,6 +65,9 @@ func TestSimulatedCluster(t *testing.T) {
 type sim struct {
 	cluster   *e2e.Cluster
 	generator string
+	// researcher is the kubeconfig file of e2e.Researcher, whose context's
+	// namespace is e2e.SimRBACNamespace.
+	researcher string
 }
 
 // render renders a settings file with more generator arguments (--set ...).
@@ -313,6 +319,38 @@ func (s *sim) webhooks(t *testing.T) {
 	suspend, _ := s.get(t, namespace, "appwrapper", "hooked")["spec"].(map[string]any)["suspend"].(bool)
 	kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
 	require.True(t, suspend, "Kueue's webhook suspends a new AppWrapper")
+}
+
+// What e2e.Researcher may do, as RBAC says: read ordinary objects in
+// e2e.SimRBACNamespace (ClusterRole view, which leaves Secrets out), and
+// nothing else: not create an AppWrapper there, not read Kueue's objects,
+// cluster-scoped objects, or another namespace's. The admin may do anything.
+func (s *sim) access(t *testing.T) {
+	ns := e2e.SimRBACNamespace
+	researcher := func(stdin []byte, args ...string) error {
+		_, err := s.cluster.KubectlWith(s.researcher, stdin, args...)
+		return err
+	}
+	require.NoError(t, researcher(nil, "get", "configmaps,persistentvolumeclaims,serviceaccounts,pods", "-n", ns))
+	// The kubeconfig's context names the namespace.
+	require.NoError(t, researcher(nil, "get", "configmaps"))
+
+	manifest := s.render(t, cases.Example(t, "helloworld"), "--set", "namespace="+ns)
+	refused := `User "researcher" cannot`
+	require.ErrorContains(t, researcher(manifest, "create", "--dry-run=server", "-f", "-"), refused)
+	kubectl(t, s.cluster, manifest, "create", "--dry-run=server", "-f", "-")
+	for _, args := range [][]string{
+		{"get", "localqueues", "-n", ns},
+		{"get", "secrets", "-n", ns},
+		{"get", "network-attachment-definitions", "-n", ns},
+		{"get", "priorityclasses"},
+		{"get", "workloadpriorityclasses"},
+		{"get", "storageclasses"},
+		{"get", "configmaps", "-n", e2e.SimCheckNamespace},
+	} {
+		require.ErrorContains(t, researcher(nil, args...), refused, "kubectl %s", strings.Join(args, " "))
+		kubectl(t, s.cluster, nil, args...)
+	}
 }
 
 // runFor makes the pods of a job run for a while, and exitCode end them with

@@ -285,9 +285,30 @@ status:
 	return b.String()
 }
 
-// queues are the ResourceFlavor of the fake nodes and two ClusterQueues over
-// it: cluster-queue with quota for all the nodes, and small-cq with
-// SmallQueueGPUs GPUs, for the tests of queueing order.
+// clusterQueue is a ClusterQueue of the simulated cluster: its GPU quota,
+// and whether it has quota for the RDMA devices of the nodes too (cpu and
+// memory it has for all the nodes).
+type clusterQueue struct {
+	name string
+	gpus int
+	rdma bool
+}
+
+// clusterQueues: cluster-queue with quota for all the nodes; small-cq with
+// SmallQueueGPUs GPUs, for the tests of queueing order; tiny-cq with
+// TinyQueueGPUs GPUs and no RDMA devices, for the checks of a job against its
+// queue's quota. None is in a cohort: none borrows.
+var clusterQueues = []clusterQueue{
+	{"cluster-queue", SimNodes * SimNodeGPUs, true},
+	{"small-cq", SmallQueueGPUs, true},
+	{"tiny-cq", TinyQueueGPUs, false},
+}
+
+// quota is the nominal quota of a resource in a ClusterQueue.
+type quota struct{ resource, nominal string }
+
+// queues are the ResourceFlavor of the fake nodes and the clusterQueues over
+// it.
 func queues() string {
 	var b strings.Builder
 	b.WriteString(`apiVersion: kueue.x-k8s.io/v1beta1
@@ -298,10 +319,16 @@ spec:
   nodeLabels:
     type: kwok
 `)
-	for _, q := range []struct {
-		name string
-		gpus int
-	}{{"cluster-queue", SimNodes * SimNodeGPUs}, {"small-cq", SmallQueueGPUs}} {
+	for _, q := range clusterQueues {
+		quotas := []quota{{"cpu", "2048"}, {"memory", "32Ti"}, {"nvidia.com/gpu", fmt.Sprint(q.gpus)}}
+		if q.rdma {
+			quotas = append(quotas, quota{"nvidia.com/roce_gdr", "32"}, quota{"rdma/rdma_shared_device_a", "16"})
+		}
+		var covered, resources []string
+		for _, r := range quotas {
+			covered = append(covered, r.resource)
+			resources = append(resources, fmt.Sprintf("      - {name: %s, nominalQuota: %s}\n", r.resource, r.nominal))
+		}
 		fmt.Fprintf(&b, `---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ClusterQueue
@@ -310,16 +337,183 @@ metadata:
 spec:
   namespaceSelector: {}
   resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu, nvidia.com/roce_gdr, rdma/rdma_shared_device_a]
+  - coveredResources: [%s]
     flavors:
     - name: gpu-flavor
       resources:
-      - {name: cpu, nominalQuota: 2048}
-      - {name: memory, nominalQuota: 32Ti}
-      - {name: nvidia.com/gpu, nominalQuota: %d}
-      - {name: nvidia.com/roce_gdr, nominalQuota: 32}
-      - {name: rdma/rdma_shared_device_a, nominalQuota: 16}
-`, q.name, q.gpus)
+%s`, q.name, strings.Join(covered, ", "), strings.Join(resources, ""))
+	}
+	return b.String()
+}
+
+// nadCRD is the CRD of Multus' NetworkAttachmentDefinition, cut down to what
+// the generator's checks read (a NAD's existence) and what a NAD holds: its
+// CNI configuration, a JSON string. Multus itself does not run here.
+const nadCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: network-attachment-definitions.k8s.cni.cncf.io
+spec:
+  group: k8s.cni.cncf.io
+  scope: Namespaced
+  names:
+    kind: NetworkAttachmentDefinition
+    listKind: NetworkAttachmentDefinitionList
+    plural: network-attachment-definitions
+    singular: network-attachment-definition
+    shortNames: [net-attach-def]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            properties:
+              config: {type: string}
+`
+
+// kueuePyTorchJobLabel, "off" on a namespace, keeps Kueue's PyTorchJob
+// webhook out of it (see webhooks).
+const kueuePyTorchJobLabel = "sim.torchwrap.dev/kueue-pytorchjob"
+
+// userObjects are what the jobs of the tests find in the namespaces they go
+// to, as users and administrators of a cluster would have made them, so that
+// every example and starter can be submitted and generator check finds
+// nothing missing. Made after Kueue serves its webhooks (the LocalQueues).
+//
+// What each example needs (in namespace default, unless it names one; the
+// PriorityClasses and WorkloadPriorityClasses low-, default- and
+// high-priority are simObjects'):
+//
+//	every starter, every example without namespace   LocalQueue default-queue
+//	deepspeedjob                  PVC dschat
+//	kueue-pytorchjob-without-appwrapper   namespace team-vision, LocalQueue team-vision-queue
+//	multi-node-gdr                namespace team-llm, LocalQueue team-llm-queue, PVC
+//	                              llm-checkpoints, Secret huggingface (key token),
+//	                              ConfigMaps nvidia-topo-gdr (key virtualTopology.xml)
+//	                              and nccl-netwk-env-vars (envFrom: any keys),
+//	                              NetworkAttachmentDefinition multi-nic-cni-operator-ipvlanl3
+//	nvme-scratch                  PVC imagenet-dataset, StorageClass odf-lvm-vg1
+//	private-git-clone             Secrets my-git-deploy-key (key id_rsa) and wandb (key
+//	                              api-key), ConfigMaps my-git-known-hosts (key known_hosts)
+//	                              and training-settings (key wandb-project)
+//	pytorchjob-elastic            PVCs shared-datasets and llama-checkpoints
+//	pytorchtrainingjob-debug      PVC tutorial
+//	pytorchtrainingjob-elastic    StorageClass odf-lvm-vg1
+//	pytorchtrainingjob-torchrun   PVC tutorial (a volume, and TensorBoard's logs)
+//
+// The namespaces of the tests of the commands that ask the cluster:
+// SimCheckNamespace, with LocalQueues default-queue and tiny-queue (of
+// tiny-cq), Secret check-secret (key token) and ConfigMap check-config (key
+// setting), and nothing else, so that a settings file there can name what is
+// missing; SimUnmanagedNamespace, labelled so that Kueue's PyTorchJob
+// webhook leaves it out, with LocalQueue default-queue; SimRBACNamespace, with
+// LocalQueue default-queue, where Researcher is bound to ClusterRole view.
+//
+// No volume provisioner runs: the PVCs stay Pending, which the scheduler here
+// does not mind (see schedulerConfig).
+func userObjects() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: v1
+kind: Namespace
+metadata: {name: team-vision}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-llm}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: %s}
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: %s
+  labels: {%s: "off"}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: %s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: researcher-view, namespace: %[4]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: %s}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: odf-lvm-vg1}
+provisioner: sim.torchwrap.dev/none
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: multi-nic-cni-operator-ipvlanl3, namespace: team-llm}
+spec:
+  config: '{"cniVersion": "0.3.1", "type": "ipvlan", "mode": "l3"}'
+`, SimCheckNamespace, SimUnmanagedNamespace, kueuePyTorchJobLabel, SimRBACNamespace, Researcher)
+	for _, q := range []struct{ namespace, name, clusterQueue string }{
+		{"default", "default-queue", "cluster-queue"},
+		{"team-vision", "team-vision-queue", "cluster-queue"},
+		{"team-llm", "team-llm-queue", "cluster-queue"},
+		{SimCheckNamespace, "default-queue", "cluster-queue"},
+		{SimCheckNamespace, "tiny-queue", "tiny-cq"},
+		{SimUnmanagedNamespace, "default-queue", "cluster-queue"},
+		{SimRBACNamespace, "default-queue", "cluster-queue"},
+	} {
+		fmt.Fprintf(&b, `---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: %s, namespace: %s}
+spec: {clusterQueue: %s}
+`, q.name, q.namespace, q.clusterQueue)
+	}
+	for _, pvc := range []struct{ namespace, name string }{
+		{"default", "dschat"}, {"default", "imagenet-dataset"}, {"default", "shared-datasets"},
+		{"default", "llama-checkpoints"}, {"default", "tutorial"}, {"team-llm", "llm-checkpoints"},
+	} {
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: %s, namespace: %s}
+spec:
+  accessModes: [ReadWriteMany]
+  resources: {requests: {storage: 100Gi}}
+`, pvc.name, pvc.namespace)
+	}
+	// Secrets and ConfigMaps, each with one key (a value that only
+	// stands for the real one).
+	for _, o := range []struct{ kind, namespace, name, key string }{
+		{"Secret", "default", "my-git-deploy-key", "id_rsa"},
+		{"Secret", "default", "wandb", "api-key"},
+		{"ConfigMap", "default", "my-git-known-hosts", "known_hosts"},
+		{"ConfigMap", "default", "training-settings", "wandb-project"},
+		{"Secret", "team-llm", "huggingface", "token"},
+		{"ConfigMap", "team-llm", "nvidia-topo-gdr", "virtualTopology.xml"},
+		{"ConfigMap", "team-llm", "nccl-netwk-env-vars", "NCCL_IB_HCA"},
+		{"Secret", SimCheckNamespace, "check-secret", "token"},
+		{"ConfigMap", SimCheckNamespace, "check-config", "setting"},
+	} {
+		data := "data"
+		if o.kind == "Secret" {
+			data = "stringData"
+		}
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: %s
+metadata: {name: %s, namespace: %s}
+%s: {%s: sim}
+`, o.kind, o.name, o.namespace, data, o.key)
 	}
 	return b.String()
 }
