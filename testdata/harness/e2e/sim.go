@@ -443,6 +443,15 @@ func copyCert(dir, to string) error {
 // has (Kueue's own, AppWrapper, PyTorchJob), and pointed at url with the
 // certificate ca: Kueue serves no webhook for the integrations it does not
 // run, and the API server would then refuse every pod, Job or Deployment.
+//
+// Kueue's PyTorchJob webhook, which suspends a new PyTorchJob that has a
+// queue label, leaves out the namespaces labelled kueuePyTorchJobLabel "off"
+// (SimUnmanagedNamespace): there a PyTorchJob is created as on a cluster
+// whose Kueue does not manage PyTorchJobs (its kubeflow.org/pytorchjob
+// integration off, the default since Kueue v0.19), unsuspended, which is
+// what a server-side dry-run shows. Kueue's controller still manages it: a
+// PyTorchJob really created there with a queue label is suspended as soon as
+// Kueue sees it running without a Workload.
 func webhooks(file string, rename func(string) string, url string, ca []byte) ([][]byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -479,6 +488,10 @@ func webhooks(file string, rename func(string) string, url string, ca []byte) ([
 			client := hook["clientConfig"].(map[string]any)
 			path := client["service"].(map[string]any)["path"].(string)
 			hook["clientConfig"] = map[string]any{"url": url + path, "caBundle": base64.StdEncoding.EncodeToString(ca)}
+			if hook["name"] == "mpytorchjob.kb.io" {
+				hook["namespaceSelector"] = map[string]any{"matchExpressions": []any{map[string]any{
+					"key": kueuePyTorchJobLabel, "operator": "NotIn", "values": []any{"off"}}}}
+			}
 			kept = append(kept, hook)
 		}
 		config["webhooks"] = kept

@@ -319,6 +319,17 @@ func (s *sim) webhooks(t *testing.T) {
 	suspend, _ := s.get(t, namespace, "appwrapper", "hooked")["spec"].(map[string]any)["suspend"].(bool)
 	kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
 	require.True(t, suspend, "Kueue's webhook suspends a new AppWrapper")
+
+	// Kueue's webhook suspends a bare PyTorchJob with a queue label too,
+	// except in the namespace that stands for a cluster whose Kueue does not
+	// manage PyTorchJobs.
+	for ns, want := range map[string]bool{namespace: true, e2e.SimUnmanagedNamespace: false} {
+		job := s.render(t, cases.Example(t, "helloworld"), "--set", "jobName=hooked", "--set", "namespace="+ns, "--set", "wrapper=none")
+		created := jsonObject(t, []byte(kubectl(t, s.cluster, job, "create", "--dry-run=server", "-o", "json", "-f", "-")))
+		runPolicy, _ := created["spec"].(map[string]any)["runPolicy"].(map[string]any)
+		suspend, _ := runPolicy["suspend"].(bool)
+		require.Equal(t, want, suspend, "spec.runPolicy.suspend of a new PyTorchJob in %s", ns)
+	}
 }
 
 // What e2e.Researcher may do, as RBAC says: read ordinary objects in
