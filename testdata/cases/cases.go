@@ -77,8 +77,9 @@ func Path(t testing.TB, parts ...string) string {
 	return filepath.Join(append([]string{dir}, parts...)...)
 }
 
-// Case is one folder of testdata/golden or testdata/invalid: its name, and
-// the folder, which holds settings.yaml and the expected files.
+// Case is one folder of testdata/golden, testdata/invalid or
+// testdata/cluster: its name, and the folder, which holds settings.yaml and
+// the expected files.
 type Case struct {
 	Name, Dir string
 }
@@ -92,6 +93,11 @@ func Golden(t testing.TB) []Case { return list(t, "golden") }
 
 // Invalid lists testdata/invalid: settings refused with expected.txt.
 func Invalid(t testing.TB) []Case { return list(t, "invalid") }
+
+// Cluster lists testdata/cluster: settings that generator check checks
+// against the simulated cluster of make e2e-cluster, with the extra arguments
+// in args (if any) and the outcome in expected.txt.
+func Cluster(t testing.TB) []Case { return list(t, "cluster") }
 
 func list(t testing.TB, kind string) []Case {
 	t.Helper()
