@@ -3,8 +3,14 @@
 package e2e_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -47,6 +53,7 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("webhooks", s.webhooks)
 			t.Run("access", s.access)
 			t.Run("examples", s.examples)
+			t.Run("check", s.check)
 			t.Run("quota", s.quota)
 			t.Run("priority", s.priority)
 		})
@@ -68,6 +75,59 @@ type sim struct {
 	// researcher is the kubeconfig file of e2e.Researcher, whose context's
 	// namespace is e2e.SimRBACNamespace.
 	researcher string
+}
+
+// result is what a run of the generator gave.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// generate runs the generator with args in the folder dir, where the words
+// ADMIN and RESEARCHER in args stand for the kubeconfig files of the admin
+// and e2e.Researcher. KUBECONFIG names the admin's, so that no run reaches
+// another cluster, and the discovery cache is the test's. It fails the test
+// only when the generator cannot run or runs for more than 2 minutes.
+func (s *sim) generate(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	replacer := strings.NewReplacer("ADMIN", s.cluster.Kubeconfig, "RESEARCHER", s.researcher)
+	var replaced []string
+	for _, arg := range args {
+		replaced = append(replaced, replacer.Replace(arg))
+	}
+	cmd := exec.CommandContext(ctx, s.generator, replaced...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig, "KUBECACHEDIR="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "generator %s in %s", strings.Join(args, " "), dir)
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err, "generator %s in %s", strings.Join(args, " "), dir)
+	}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// transcript is a result as expected files hold it: "exit N", then standard
+// output, then standard error, with the kubeconfig files and the API server's
+// address written ADMIN, RESEARCHER and SERVER, which do not change from run
+// to run.
+func (s *sim) transcript(r result) []byte {
+	replacer := strings.NewReplacer(s.cluster.Kubeconfig, "ADMIN", s.researcher, "RESEARCHER", s.cluster.Server(), "SERVER")
+	return []byte(replacer.Replace(fmt.Sprintf("exit %d\n%s%s", r.code, r.stdout, r.stderr)))
+}
+
+// expect compares a transcript with an expected file, or writes it under
+// -update; a missing file fails, unless -update.
+func expect(t *testing.T, path string, transcript []byte) {
+	t.Helper()
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && !*cases.Update {
+		t.Fatalf("%s does not exist: write it with cd testdata/harness && go test -tags e2e -count=1 -run 'TestSimulatedCluster/scenarios/in-turn/check' ./e2e/ -update, and review it; it would be:\n%s", path, transcript)
+	}
+	cases.Check(t, path, transcript)
 }
 
 // render renders a settings file with more generator arguments (--set ...).
@@ -281,6 +341,39 @@ func (s *sim) examples(t *testing.T) {
 			slices.Sort(counts)
 			require.Equal(t, declared, counts, "the Workload's podSets are the declared ones")
 			t.Logf("%s: admitted and Running in %s", name, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// generator check, read-only, against the simulated cluster. Each folder of
+// testdata/cluster holds a settings file broken for one check alone (its
+// first comment says how), with extra arguments in the file args if any (one
+// a line; RESEARCHER and ADMIN stand for kubeconfig files), and the
+// transcript of generator check -f settings.yaml --kubeconfig ADMIN [args],
+// run in that folder, in expected.txt. Every example is checked too, run in
+// examples/, with its transcript in testdata/cluster/examples/<name>.txt.
+// -update writes the transcripts.
+func (s *sim) check(t *testing.T) {
+	for _, c := range cases.Cluster(t) {
+		t.Run(c.Name, func(t *testing.T) {
+			args := []string{"check", "-f", "settings.yaml", "--kubeconfig", "ADMIN"}
+			extra, err := os.ReadFile(filepath.Join(c.Dir, "args"))
+			if err != nil {
+				require.ErrorIs(t, err, fs.ErrNotExist)
+			}
+			for _, line := range strings.Split(string(extra), "\n") {
+				if line != "" {
+					args = append(args, line)
+				}
+			}
+			expect(t, filepath.Join(c.Dir, "expected.txt"), s.transcript(s.generate(t, c.Dir, args...)))
+		})
+	}
+	for _, example := range cases.Examples(t) {
+		name := strings.TrimSuffix(filepath.Base(example), ".settings.yaml")
+		t.Run("examples/"+name, func(t *testing.T) {
+			r := s.generate(t, filepath.Dir(example), "check", "-f", filepath.Base(example), "--kubeconfig", "ADMIN")
+			expect(t, cases.Path(t, "testdata", "cluster", "examples", name+".txt"), s.transcript(r))
 		})
 	}
 }
