@@ -130,7 +130,7 @@ const (
 )
 
 // Namespaces of the simulated cluster for the tests of the commands that ask
-// it (see checkObjects).
+// it (see userObjects).
 const (
 	// SimCheckNamespace holds LocalQueues default-queue and tiny-queue.
 	SimCheckNamespace = "sim-check"

@@ -116,7 +116,8 @@ func (s *sim) generate(t *testing.T, dir string, args ...string) result {
 // address written ADMIN, RESEARCHER and SERVER, which do not change from run
 // to run.
 func (s *sim) transcript(r result) []byte {
-	replacer := strings.NewReplacer(s.cluster.Kubeconfig, "ADMIN", s.researcher, "RESEARCHER", s.cluster.Server(), "SERVER")
+	// The researcher's first: the admin's path is the start of it.
+	replacer := strings.NewReplacer(s.researcher, "RESEARCHER", s.cluster.Kubeconfig, "ADMIN", s.cluster.Server(), "SERVER")
 	return []byte(replacer.Replace(fmt.Sprintf("exit %d\n%s%s", r.code, r.stdout, r.stderr)))
 }
 

@@ -392,22 +392,25 @@ const kueuePyTorchJobLabel = "sim.torchwrap.dev/kueue-pytorchjob"
 // PriorityClasses and WorkloadPriorityClasses low-, default- and
 // high-priority are simObjects'):
 //
-//	every starter, every example without namespace   LocalQueue default-queue
-//	deepspeedjob                  PVC dschat
-//	kueue-pytorchjob-without-appwrapper   namespace team-vision, LocalQueue team-vision-queue
-//	multi-node-gdr                namespace team-llm, LocalQueue team-llm-queue, PVC
-//	                              llm-checkpoints, Secret huggingface (key token),
-//	                              ConfigMaps nvidia-topo-gdr (key virtualTopology.xml)
-//	                              and nccl-netwk-env-vars (envFrom: any keys),
-//	                              NetworkAttachmentDefinition multi-nic-cni-operator-ipvlanl3
-//	nvme-scratch                  PVC imagenet-dataset, StorageClass odf-lvm-vg1
-//	private-git-clone             Secrets my-git-deploy-key (key id_rsa) and wandb (key
-//	                              api-key), ConfigMaps my-git-known-hosts (key known_hosts)
-//	                              and training-settings (key wandb-project)
-//	pytorchjob-elastic            PVCs shared-datasets and llama-checkpoints
-//	pytorchtrainingjob-debug      PVC tutorial
-//	pytorchtrainingjob-elastic    StorageClass odf-lvm-vg1
-//	pytorchtrainingjob-torchrun   PVC tutorial (a volume, and TensorBoard's logs)
+//   - every starter, and every example without namespace: LocalQueue
+//     default-queue;
+//   - deepspeedjob: PVC dschat;
+//   - kueue-pytorchjob-without-appwrapper: namespace team-vision, LocalQueue
+//     team-vision-queue;
+//   - multi-node-gdr: namespace team-llm, LocalQueue team-llm-queue, PVC
+//     llm-checkpoints, Secret huggingface (key token), ConfigMaps
+//     nvidia-topo-gdr (key virtualTopology.xml) and nccl-netwk-env-vars
+//     (envFrom: any key), NetworkAttachmentDefinition
+//     multi-nic-cni-operator-ipvlanl3;
+//   - nvme-scratch: PVC imagenet-dataset, StorageClass odf-lvm-vg1;
+//   - private-git-clone: Secrets my-git-deploy-key (key id_rsa) and wandb
+//     (key api-key), ConfigMaps my-git-known-hosts (key known_hosts) and
+//     training-settings (key wandb-project);
+//   - pytorchjob-elastic: PVCs shared-datasets and llama-checkpoints;
+//   - pytorchtrainingjob-debug: PVC tutorial;
+//   - pytorchtrainingjob-elastic: StorageClass odf-lvm-vg1;
+//   - pytorchtrainingjob-torchrun: PVC tutorial (a volume, and TensorBoard's
+//     logs).
 //
 // The namespaces of the tests of the commands that ask the cluster:
 // SimCheckNamespace, with LocalQueues default-queue and tiny-queue (of
@@ -445,7 +448,7 @@ metadata: {name: %s}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
-metadata: {name: researcher-view, namespace: %[4]s}
+metadata: {name: researcher-view, namespace: %s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: %s}
@@ -461,7 +464,7 @@ kind: NetworkAttachmentDefinition
 metadata: {name: multi-nic-cni-operator-ipvlanl3, namespace: team-llm}
 spec:
   config: '{"cniVersion": "0.3.1", "type": "ipvlan", "mode": "l3"}'
-`, SimCheckNamespace, SimUnmanagedNamespace, kueuePyTorchJobLabel, SimRBACNamespace, Researcher)
+`, SimCheckNamespace, SimUnmanagedNamespace, kueuePyTorchJobLabel, SimRBACNamespace, SimRBACNamespace, Researcher)
 	for _, q := range []struct{ namespace, name, clusterQueue string }{
 		{"default", "default-queue", "cluster-queue"},
 		{"team-vision", "team-vision-queue", "cluster-queue"},
