@@ -84,11 +84,18 @@ func (e findingsError) Error() string {
 func summary(counts map[diag.Severity]int) string {
 	var parts []string
 	for _, c := range []struct {
-		severity diag.Severity
-		noun     string
-	}{{diag.Error, "problem"}, {diag.Warning, "warning"}, {diag.Unchecked, "question the cluster would not answer"}} {
-		if n := counts[c.severity]; n > 0 {
-			parts = append(parts, count(n, c.noun))
+		severity     diag.Severity
+		one, several string
+	}{
+		{diag.Error, "1 problem", "%d problems"},
+		{diag.Warning, "1 warning", "%d warnings"},
+		{diag.Unchecked, "1 question the cluster would not answer", "%d questions the cluster would not answer"},
+	} {
+		switch n := counts[c.severity]; {
+		case n == 1:
+			parts = append(parts, c.one)
+		case n > 1:
+			parts = append(parts, fmt.Sprintf(c.several, n))
 		}
 	}
 	if len(parts) == 0 {

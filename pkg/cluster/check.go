@@ -62,7 +62,7 @@ func (c *Client) Check(ctx context.Context, job *Job, values map[string]any) (di
 	// about that.
 	if _, err := k.get(ctx, namespaces, "", k.namespace); apierrors.IsNotFound(err) {
 		k.missing(ctx, k.namespacePath(), reference{kind: "namespace", gvr: namespaces, name: k.namespace,
-			fix: "or choose another with namespace: or -n"})
+			fix: "or choose another with namespace: or -n", closestOnly: true})
 		return k.findings, nil
 	}
 	var wg sync.WaitGroup
@@ -226,6 +226,9 @@ type reference struct {
 	fix string
 	// skip leaves names out of the list of those that exist.
 	skip func(string) bool
+	// closestOnly names only the closest of those that exist, when there
+	// are many and they are not the user's (namespaces).
+	closestOnly bool
 }
 
 // references lists the objects the settings name.
@@ -363,7 +366,7 @@ func (k *checker) exists(ctx context.Context, r reference) {
 func (k *checker) missing(ctx context.Context, path diag.Path, r reference) {
 	list, closest := k.names(ctx, r.gvr, r.namespace, r.name, r.skip)
 	msg := fmt.Sprintf("no %s %q %s", r.kind, r.name, where(r.namespace))
-	if list != "" {
+	if list != "" && !r.closestOnly {
 		msg += " (" + list + ")"
 	}
 	if closest != "" {

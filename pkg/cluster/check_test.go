@@ -399,6 +399,6 @@ kind: Namespace
 metadata: {name: team-a}
 `
 	require.Equal(t, []string{
-		`settings.yaml:6:12: namespace: no namespace "team-b" on this cluster (those here: ml, team-a); did you mean "team-a"?; or choose another with namespace: or -n`,
+		`settings.yaml:6:12: namespace: no namespace "team-b" on this cluster; did you mean "team-a"?; or choose another with namespace: or -n`,
 	}, check(t, fakeCluster{objects: namespaces}, helloworld+"namespace: team-b\n"))
 }
