@@ -137,8 +137,8 @@ func (k *checker) notServed(obj *unstructured.Unstructured, key string) {
 			fix = "or choose a jobKind this cluster runs"
 		}
 	}
-	k.add(diag.Error, diag.Path{key}, "this cluster does not serve %ss (%s): %s is not installed; ask an administrator to install it, %s",
-		gvk.Kind, gvk.GroupVersion(), operators[gvk.Group], fix)
+	k.add(diag.Error, diag.Path{key}, "this cluster does not serve %s (%s): %s is not installed; ask an administrator to install it, %s",
+		plural(gvk.Kind), gvk.GroupVersion(), operators[gvk.Group], fix)
 }
 
 // fetched is one object read from the cluster, once for every check that
@@ -192,11 +192,12 @@ func (k *checker) names(ctx context.Context, gvr schema.GroupVersionResource, na
 	return "those here: " + strings.Join(names, ", ") + more, closest
 }
 
-// unchecked reports a question the cluster would not answer.
-func (k *checker) unchecked(path diag.Path, what string, err error) {
+// unchecked reports a question the cluster would not answer: what it was
+// about, and the kind of object read.
+func (k *checker) unchecked(path diag.Path, what, kind string, err error) {
 	reason := err.Error()
 	if apierrors.IsForbidden(err) {
-		reason = "you may not read them (RBAC)"
+		reason = fmt.Sprintf("you may not read %s (RBAC)", plural(kind))
 	}
 	k.add(diag.Unchecked, path, "%s: %s", what, reason)
 }
@@ -337,12 +338,12 @@ func (k *checker) exists(ctx context.Context, r reference) {
 	what := fmt.Sprintf("%s %q %s", r.kind, r.name, where(r.namespace))
 	switch {
 	case apierrors.IsNotFound(err) && !k.hasResource(ctx, r.gvr):
-		k.add(diag.Error, r.path, "this cluster serves no %ss (%s), so %s cannot exist; remove %s, or ask an administrator which to use",
-			r.kind, r.gvr.GroupVersion(), what, r.path)
+		k.add(diag.Error, r.path, "this cluster serves no %s (%s), so %s cannot exist; remove %s, or ask an administrator which to use",
+			plural(r.kind), r.gvr.GroupVersion(), what, r.path)
 	case apierrors.IsNotFound(err):
 		k.missing(ctx, r.path, r)
 	case err != nil:
-		k.unchecked(r.path, what, err)
+		k.unchecked(r.path, what, r.kind, err)
 	case r.key != "":
 		keys := dataKeys(obj)
 		if _, ok := keys[r.key]; !ok {
@@ -370,7 +371,7 @@ func (k *checker) missing(ctx context.Context, path diag.Path, r reference) {
 		msg += " (" + list + ")"
 	}
 	if closest != "" {
-		msg += fmt.Sprintf("; did you mean %q?", closest)
+		msg += fmt.Sprintf("; did you mean %q? Otherwise create it first", closest)
 	} else {
 		msg += "; create it first, or name one that exists"
 	}
@@ -416,8 +417,8 @@ func (k *checker) create(ctx context.Context, gvr schema.GroupVersionResource) {
 	obj := k.job.Object
 	kind := obj.GetKind()
 	if allowed, err := k.mayCreate(ctx, gvr); err == nil && !allowed {
-		k.add(diag.Error, k.namespacePath(), "you may not create %ss %s (RBAC); ask an administrator for the right, or choose a namespace where you may (namespace:, or -n)",
-			kind, where(k.namespace))
+		k.add(diag.Error, k.namespacePath(), "you may not create %s %s (RBAC); ask an administrator for the right, or choose a namespace where you may (namespace:, or -n)",
+			plural(kind), where(k.namespace))
 		return
 	}
 	resource := k.client.Dynamic.Resource(gvr).Namespace(k.namespace)
@@ -490,8 +491,8 @@ func (k *checker) unmanaged(obj *unstructured.Unstructured) {
 			"the job would start at once, outside every queue and quota, and queueName would do nothing; set wrapper: AppWrapper, or ask an administrator to turn the integration on")
 		return
 	}
-	k.add(diag.Error, diag.Path{"queueName"}, "Kueue does not manage %ss on this cluster (no webhook suspended it): the job would start at once, outside every queue and quota; ask an administrator to turn on Kueue's integration for %s",
-		kind, obj.GroupVersionKind().GroupKind())
+	k.add(diag.Error, diag.Path{"queueName"}, "Kueue does not manage %s on this cluster (no webhook suspended it): the job would start at once, outside every queue and quota; ask an administrator to turn on Kueue's integration for %s",
+		plural(kind), obj.GroupVersionKind().GroupKind())
 }
 
 // isWebhookDenial tells an admission webhook's refusal (403 too) from RBAC's.
@@ -506,6 +507,14 @@ func message(err error) string {
 		return status.Status().Message
 	}
 	return err.Error()
+}
+
+// plural is a kind's plural, as messages write it: PriorityClasses.
+func plural(kind string) string {
+	if strings.HasSuffix(kind, "s") {
+		return kind + "es"
+	}
+	return kind + "s"
 }
 
 func text(v map[string]any, key string) string {
@@ -557,7 +566,7 @@ func (k *checker) queue(ctx context.Context) {
 		k.add(diag.Error, path, "%s", msg)
 		return
 	case err != nil:
-		k.unchecked(path, fmt.Sprintf("LocalQueue %q %s", name, where(k.namespace)), err)
+		k.unchecked(path, fmt.Sprintf("LocalQueue %q %s", name, where(k.namespace)), "LocalQueue", err)
 		return
 	}
 	cqName, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
@@ -568,7 +577,7 @@ func (k *checker) queue(ctx context.Context) {
 		k.add(diag.Error, path, "LocalQueue %q points at ClusterQueue %q, which does not exist: the job would wait forever; ask an administrator to fix the queue, or name another", name, cqName)
 		return
 	case err != nil:
-		k.unchecked(path, fmt.Sprintf("the quota of %s", behind), err)
+		k.unchecked(path, fmt.Sprintf("the quota of %s", behind), "ClusterQueue", err)
 		return
 	}
 	if reason, inactive := inactive(cq); inactive {

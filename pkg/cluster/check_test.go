@@ -300,8 +300,8 @@ environmentVariables:
   secret: {name: api, key: token}
 `
 	require.Equal(t, []string{
-		`settings.yaml:6:11: priority: no PriorityClass "hihg-priority" on this cluster (those here: default-priority, high-priority); did you mean "high-priority"?; or set priority: null to leave priorityClassName out`,
-		`settings.yaml:9:14: volumes[0].claimName: no PersistentVolumeClaim "dataset" in namespace "ml" (those here: datasets); did you mean "datasets"?`,
+		`settings.yaml:6:11: priority: no PriorityClass "hihg-priority" on this cluster (those here: default-priority, high-priority); did you mean "high-priority"? Otherwise create it first; or set priority: null to leave priorityClassName out`,
+		`settings.yaml:9:14: volumes[0].claimName: no PersistentVolumeClaim "dataset" in namespace "ml" (those here: datasets); did you mean "datasets"? Otherwise create it first`,
 		`settings.yaml:12:15: sshGitCloneConfig.secretName: Secret "git-key" in namespace "ml" has no key "id_rsa" (its keys: other); name one of its keys, or add "id_rsa" to it`,
 		`settings.yaml:13:18: sshGitCloneConfig.configMapName: no ConfigMap "known-hosts" in namespace "ml" (there are none); create it first, or name one that exists`,
 		`settings.yaml:15:9: warning: imagePullSecrets[0].name: Secret "registry" in namespace "ml" is of type Opaque, not kubernetes.io/dockerconfigjson: the kubelet pulls no image with it; recreate it with kubectl create secret docker-registry`,
@@ -345,7 +345,7 @@ func TestCheckWhatTheUserMayNotDoOrRead(t *testing.T) {
 		`settings.yaml:6:12: namespace: you may not create AppWrappers in namespace "ml" (RBAC); ask an administrator for the right, or choose a namespace where you may (namespace:, or -n)`,
 	}, check(t, fakeCluster{denied: true}, helloworld+"namespace: ml\n"))
 	require.Equal(t, []string{
-		`settings.yaml:1:1: could not check: queueName: the quota of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue"): you may not read them (RBAC)`,
+		`settings.yaml:1:1: could not check: queueName: the quota of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue"): you may not read ClusterQueues (RBAC)`,
 	}, check(t, fakeCluster{react: forbidden("clusterqueues")}, helloworld))
 }
 
@@ -399,6 +399,6 @@ kind: Namespace
 metadata: {name: team-a}
 `
 	require.Equal(t, []string{
-		`settings.yaml:6:12: namespace: no namespace "team-b" on this cluster; did you mean "team-a"?; or choose another with namespace: or -n`,
+		`settings.yaml:6:12: namespace: no namespace "team-b" on this cluster; did you mean "team-a"? Otherwise create it first; or choose another with namespace: or -n`,
 	}, check(t, fakeCluster{objects: namespaces}, helloworld+"namespace: team-b\n"))
 }
