@@ -102,7 +102,10 @@ func (s *sim) generate(t *testing.T, dir string, args ...string) result {
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig, "KUBECACHEDIR="+t.TempDir())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
 	err := cmd.Run()
+	// How long a command takes, whole process, against this local cluster.
+	t.Logf("generator %s: %s", args[0], time.Since(start).Round(time.Millisecond))
 	require.NoError(t, ctx.Err(), "generator %s in %s", strings.Join(args, " "), dir)
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
