@@ -48,11 +48,18 @@ func NewJob(manifest []byte, namespace string) (*Job, error) {
 	if err := sigsyaml.Unmarshal(manifest, &obj); err != nil {
 		return nil, fmt.Errorf("reading the rendered manifest: %w", err)
 	}
-	job := &Job{Object: &unstructured.Unstructured{Object: obj}}
-	if job.Object.GetNamespace() == "" {
-		job.Object.SetNamespace(namespace)
+	object := &unstructured.Unstructured{Object: obj}
+	if object.GetNamespace() == "" {
+		object.SetNamespace(namespace)
 	}
-	job.Inner = job.Object
+	return JobOf(object)
+}
+
+// JobOf reads a job from its object: one rendered, or one read from the
+// cluster.
+func JobOf(object *unstructured.Unstructured) (*Job, error) {
+	obj := object.Object
+	job := &Job{Object: object, Inner: object}
 	if job.Object.GetKind() != "AppWrapper" {
 		sets, err := inferPodSets(job.Object.Object)
 		job.PodSets = sets
@@ -77,12 +84,11 @@ func NewJob(manifest []byte, namespace string) (*Job, error) {
 		for j, d := range declared {
 			ps, _ := d.(map[string]any)
 			path, _ := ps["path"].(string)
-			count, _ := ps["replicas"].(float64)
 			pod, err := podSpecAt(component, path)
 			if err != nil {
 				return nil, fmt.Errorf("component %d, podSet %d: %w", i, j, err)
 			}
-			job.PodSets = append(job.PodSets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: int64(count), Pod: pod})
+			job.PodSets = append(job.PodSets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: replicas(ps), Pod: pod})
 		}
 	}
 	return job, nil
@@ -108,14 +114,28 @@ func inferPodSets(obj map[string]any) ([]PodSet, error) {
 	var sets []PodSet
 	for _, name := range names {
 		spec, _ := specs[name].(map[string]any)
-		count, _ := spec["replicas"].(float64)
 		pod, err := podSpecAt(spec, "template")
 		if err != nil {
 			return nil, fmt.Errorf("pytorchReplicaSpecs.%s: %w", name, err)
 		}
-		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: int64(count), Pod: pod})
+		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: replicas(spec), Pod: pod})
 	}
 	return sets, nil
+}
+
+// replicas is the replica count of a podSet or a replica spec: 1 when it
+// gives none. A rendered manifest holds numbers as float64, an object read
+// from the cluster as int64.
+func replicas(spec map[string]any) int64 {
+	switch n := spec["replicas"].(type) {
+	case float64:
+		return int64(n)
+	case int64:
+		return n
+	case nil:
+		return 1
+	}
+	return 0
 }
 
 // podSpecAt reads the pod template at path (dotted, with [i] for list items,
