@@ -337,7 +337,7 @@ func (k *checker) exists(ctx context.Context, r reference) {
 	obj, err := k.get(ctx, r.gvr, r.namespace, r.name)
 	what := fmt.Sprintf("%s %q %s", r.kind, r.name, where(r.namespace))
 	switch {
-	case apierrors.IsNotFound(err) && !k.hasResource(ctx, r.gvr):
+	case apierrors.IsNotFound(err) && !k.client.hasResource(ctx, r.gvr):
 		k.add(diag.Error, r.path, "this cluster serves no %s (%s), so %s cannot exist; remove %s, or ask an administrator which to use",
 			plural(r.kind), r.gvr.GroupVersion(), what, r.path)
 	case apierrors.IsNotFound(err):
@@ -391,21 +391,6 @@ func dataKeys(obj *unstructured.Unstructured) map[string]bool {
 		}
 	}
 	return keys
-}
-
-// hasResource tells whether the cluster serves a resource, to tell a missing
-// object from a missing API (both are 404 Not Found).
-func (k *checker) hasResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
-	list, err := k.client.Discovery.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
-	if err != nil {
-		return !apierrors.IsNotFound(err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == gvr.Resource {
-			return true
-		}
-	}
-	return false
 }
 
 // create asks whether the user may create the object, and the API server to
@@ -548,7 +533,7 @@ func (k *checker) queue(ctx context.Context) {
 	path := diag.Path{"queueName"}
 	lq, err := k.get(ctx, localQueues, k.namespace, name)
 	switch {
-	case apierrors.IsNotFound(err) && !k.hasResource(ctx, localQueues):
+	case apierrors.IsNotFound(err) && !k.client.hasResource(ctx, localQueues):
 		k.add(diag.Error, path, "this cluster serves no LocalQueues (%s): Kueue is not installed, and nothing would queue the job; set queueName: null to submit it without a queue",
 			localQueues.GroupVersion())
 		return

@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
@@ -102,4 +104,19 @@ func (c *Client) reachable(err error) error {
 		return Unreachable{Err: fmt.Errorf("cannot reach the cluster at %s: %v; check that it is up, and --context and --kubeconfig", c.Server, err)}
 	}
 	return nil
+}
+
+// hasResource tells whether the cluster serves a resource, to tell a missing
+// object from a missing API (both are 404 Not Found).
+func (c *Client) hasResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
+	list, err := c.Discovery.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
+	if err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return true
+		}
+	}
+	return false
 }
