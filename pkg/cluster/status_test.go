@@ -1,0 +1,396 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// appWrapper is an AppWrapper of two pods (a PyTorchJob's Master and
+// Worker) in the LocalQueue team-a, with the given status.
+func appWrapper(status string) string {
+	return `
+apiVersion: workload.codeflare.dev/v1beta2
+kind: AppWrapper
+metadata:
+  name: demo
+  namespace: ml
+  uid: aw-uid
+  labels: {kueue.x-k8s.io/queue-name: team-a}
+spec:
+  components:
+  - template:
+      apiVersion: kubeflow.org/v1
+      kind: PyTorchJob
+      metadata: {name: demo}
+      spec:
+        pytorchReplicaSpecs:
+          Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}
+          Worker: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}
+status: ` + status
+}
+
+// workloadOwnedBy is the Kueue Workload of the AppWrapper demo, with the
+// given status.
+func workloadOwnedBy(uid, status string) string {
+	return fmt.Sprintf(`
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Workload
+metadata:
+  name: appwrapper-demo-7d9f2
+  namespace: ml
+  ownerReferences: [{apiVersion: workload.codeflare.dev/v1beta2, kind: AppWrapper, name: demo, uid: %s}]
+spec: {queueName: team-a}
+status: %s`, uid, status)
+}
+
+// pod is a pod of the job demo, with the given labels and status.
+func pod(name, labels, status string) string {
+	return fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: ml, labels: %s}
+spec: {containers: [{name: pytorch, image: busybox}]}
+status: %s`, name, labels, status)
+}
+
+const (
+	awPods    = "{workload.codeflare.dev/appwrapper: demo}"
+	readyPod  = "{phase: Running, conditions: [{type: Ready, status: 'True'}]}"
+	pendingWL = `{conditions: [{type: QuotaReserved, status: 'False', reason: Pending,
+  message: "couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed"}]}`
+	admittedWL = `{admission: {clusterQueue: team-a-cq}, conditions: [{type: QuotaReserved, status: 'True', reason: QuotaReserved},
+  {type: Admitted, status: 'True', reason: Admitted}]}`
+)
+
+// pendingWorkloads answers Kueue's visibility API for LocalQueue team-a: the
+// Workload is second in line.
+func pendingWorkloads(dyn *clienttesting.Fake) {
+	dyn.PrependReactor("get", "localqueues", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "pendingworkloads" || action.GetResource().Group != "visibility.kueue.x-k8s.io" {
+			return false, nil, nil
+		}
+		return true, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "visibility.kueue.x-k8s.io/v1beta1", "kind": "PendingWorkloadsSummary",
+			"items": []any{
+				map[string]any{"metadata": map[string]any{"name": "appwrapper-other-1a2b3"}, "positionInLocalQueue": int64(0)},
+				map[string]any{"metadata": map[string]any{"name": "appwrapper-demo-7d9f2"}, "positionInLocalQueue": int64(1)},
+			},
+		}}, nil
+	})
+}
+
+func TestStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		ref       Ref
+		objects   []string
+		reactors  func(*clienttesting.Fake)
+		want      string
+		wantState State
+		check     func(*testing.T, Status)
+	}{{
+		name:      "queued, with its position in the LocalQueue",
+		objects:   []string{appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", pendingWL)},
+		reactors:  pendingWorkloads,
+		wantState: Queued,
+		want:      "AppWrapper demo: Queued in LocalQueue team-a (position 2): Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed",
+	}, {
+		name:      "queued, without the visibility API",
+		objects:   []string{appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", pendingWL)},
+		wantState: Queued,
+		want:      "AppWrapper demo: Queued in LocalQueue team-a: Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed",
+	}, {
+		name:      "queued before Kueue made its Workload",
+		objects:   []string{appWrapper("{}")},
+		wantState: Queued,
+		want:      "AppWrapper demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
+	}, {
+		name: "the Workload of another job is not this one's",
+		objects: []string{appWrapper("{phase: Suspended}"),
+			workloadOwnedBy("other-uid", admittedWL)},
+		wantState: Queued,
+		want:      "AppWrapper demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
+	}, {
+		name: "preempted",
+		objects: []string{appWrapper("{phase: Suspending}"), workloadOwnedBy("aw-uid", `{conditions: [
+  {type: QuotaReserved, status: 'False', reason: Pending, message: "waiting"},
+  {type: Evicted, status: 'True', reason: Preempted, message: "Preempted to accommodate a workload (UID: 1234) due to prioritization in the ClusterQueue"}]}`)},
+		wantState: Queued,
+		want:      "AppWrapper demo: Queued in LocalQueue team-a (Suspending): Preempted: Preempted to accommodate a workload (UID: 1234) due to prioritization in the ClusterQueue",
+	}, {
+		name: "admitted, its pods starting, one image not found",
+		objects: []string{appWrapper("{phase: Running, conditions: [{type: PodsReady, status: 'False', reason: InsufficientPodsReady}]}"),
+			workloadOwnedBy("aw-uid", admittedWL),
+			pod("demo-master-0", awPods, readyPod),
+			pod("demo-worker-0", awPods, `{phase: Pending, containerStatuses: [{name: pytorch, state: {waiting: {reason: ImagePullBackOff,
+  message: 'Back-off pulling image "registry.example/train:v9"'}}}]}`)},
+		wantState: Admitted,
+		want:      `AppWrapper demo: Admitted, pods ready 1/2; pod demo-worker-0, container pytorch: ImagePullBackOff: Back-off pulling image "registry.example/train:v9"`,
+	}, {
+		name: "admitted by Kueue, not yet started by the AppWrapper controller",
+		objects: []string{appWrapper("{phase: Suspended}"),
+			workloadOwnedBy("aw-uid", admittedWL)},
+		wantState: Admitted,
+		want:      "AppWrapper demo: Admitted, pods ready 0/2",
+	}, {
+		name: "admitted, a pod that no node can take",
+		objects: []string{appWrapper("{phase: Running}"),
+			workloadOwnedBy("aw-uid", admittedWL),
+			pod("demo-master-0", awPods, `{phase: Pending, conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable,
+  message: "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}]}`)},
+		wantState: Admitted,
+		want:      "AppWrapper demo: Admitted, pods ready 0/2; pod demo-master-0 cannot be scheduled: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
+	}, {
+		name: "running",
+		objects: []string{appWrapper("{phase: Running, conditions: [{type: PodsReady, status: 'True', reason: SufficientPodsReady}]}"),
+			workloadOwnedBy("aw-uid", admittedWL),
+			pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, readyPod),
+			pod("someone-else-0", "{workload.codeflare.dev/appwrapper: other}", readyPod)},
+		wantState: Running,
+		want:      "AppWrapper demo: Running, pods ready 2/2",
+	}, {
+		name: "resetting after a failed pod",
+		objects: []string{appWrapper(`{phase: Resetting, resettingCount: 1, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}`),
+			workloadOwnedBy("aw-uid", admittedWL),
+			pod("demo-master-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 1, reason: Error}}}]}`)},
+		wantState: Admitted,
+		want:      "AppWrapper demo: Admitted (Resetting, 1 retry), pods ready 0/2: FoundFailedPods; pod demo-master-0, container pytorch, exit code 1 (Error)",
+	}, {
+		name: "failed, with the pod that failed",
+		objects: []string{appWrapper(`{phase: Failed, resettingCount: 3, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}`),
+			workloadOwnedBy("aw-uid", `{conditions: [{type: Finished, status: 'True', reason: Failed, message: "the job failed"}]}`),
+			pod("demo-master-0", awPods, `{phase: Succeeded}`),
+			pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 137, reason: OOMKilled}}}]}`)},
+		wantState: Failed,
+		want:      "AppWrapper demo: Failed (3 retries): FoundFailedPods; pod demo-worker-0, container pytorch, exit code 137 (OOMKilled)",
+	}, {
+		name: "failed, its pods gone: Kueue's word",
+		objects: []string{appWrapper(`{phase: Failed}`),
+			workloadOwnedBy("aw-uid", `{conditions: [{type: Finished, status: 'True', reason: Failed, message: "the job failed"}]}`)},
+		wantState: Failed,
+		want:      "AppWrapper demo: Failed: the job failed",
+	}, {
+		name:      "succeeded",
+		objects:   []string{appWrapper(`{phase: Succeeded}`), pod("demo-master-0", awPods, `{phase: Succeeded}`), pod("demo-worker-0", awPods, `{phase: Succeeded}`)},
+		wantState: Succeeded,
+		want:      "AppWrapper demo: Succeeded, pods succeeded 2/2",
+	}, {
+		name:      "being deleted",
+		objects:   []string{strings.Replace(appWrapper(`{phase: Terminating}`), "uid: aw-uid", "uid: aw-uid\n  deletionTimestamp: '2026-01-01T00:00:00Z'\n  finalizers: [workload.codeflare.dev/finalizer]", 1)},
+		wantState: Deleting,
+		want:      "AppWrapper demo: Deleting (Terminating)",
+	}, {
+		name: "a bare PyTorchJob, running",
+		ref:  Ref{Kind: "PyTorchJob", Namespace: "ml", Name: "demo"},
+		objects: []string{pyTorchJob(`{conditions: [{type: Created, status: 'True'}, {type: Running, status: 'True'}]}`),
+			pod("demo-master-0", "{training.kubeflow.org/job-name: demo}", readyPod),
+			pod("demo-worker-0", "{training.kubeflow.org/job-name: demo}", readyPod),
+			pod("demo-worker-1", "{training.kubeflow.org/job-name: demo}", `{phase: Pending}`)},
+		wantState: Running,
+		want:      "PyTorchJob demo: Running, pods ready 2/3",
+	}, {
+		name:      "a bare PyTorchJob, suspended by Kueue",
+		ref:       Ref{Kind: "PyTorchJob", Namespace: "ml", Name: "demo"},
+		objects:   []string{strings.Replace(pyTorchJob(`{}`), "runPolicy: {}", "runPolicy: {suspend: true}", 1)},
+		wantState: Queued,
+		want:      "PyTorchJob demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
+	}, {
+		name: "a bare PyTorchJob, failed",
+		ref:  Ref{Kind: "PyTorchJob", Namespace: "ml", Name: "demo"},
+		objects: []string{pyTorchJob(`{conditions: [{type: Running, status: 'False'}, {type: Failed, status: 'True', reason: PyTorchJobFailed,
+  message: "PyTorchJob ml/demo is failed because 1 Worker replica(s) failed."}]}`)},
+		wantState: Failed,
+		want:      "PyTorchJob demo: Failed: PyTorchJobFailed: PyTorchJob ml/demo is failed because 1 Worker replica(s) failed.",
+	}, {
+		name: "a bare PyTorchTrainingJob, failed, its pods gone",
+		ref:  Ref{Kind: "PyTorchTrainingJob", Namespace: "ml", Name: "demo"},
+		objects: []string{`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata: {name: demo, namespace: ml, uid: t9k-uid}
+spec:
+  replicaSpecs:
+  - {type: master, replicas: 1, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}
+  - {type: worker, replicas: 3, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}
+status:
+  phase: Failed
+  backoffCount: 2
+  conditions:
+  - {type: Initialized, status: 'True'}
+  - {type: Failed, status: 'True', reason: ReplicaFailed, message: "worker 2 failed"}
+  tasks:
+  - type: worker
+    replicaStatus:
+    - {name: "0", phase: Succeeded, containers: [{name: pytorch, state: Terminated, exitCode: 0}]}
+    - {name: "2", phase: Failed, containers: [{name: pytorch, state: Terminated, exitCode: 3}]}
+`},
+		wantState: Failed,
+		want:      "PyTorchTrainingJob demo: Failed (2 retries): ReplicaFailed: worker 2 failed; pod worker 2, container pytorch, exit code 3",
+	}, {
+		name: "a bare DeepSpeedJob, waiting in T9k's queue; its pods by their owner",
+		ref:  Ref{Kind: "DeepSpeedJob", Namespace: "ml", Name: "demo"},
+		objects: []string{`
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata: {name: demo, namespace: ml, uid: t9k-uid}
+spec:
+  scheduler: {t9kScheduler: {queue: research}}
+  worker: {replicas: 4, template: {spec: {containers: [{name: worker, image: busybox}]}}}
+status: {phase: Pending}
+`, strings.Replace(pod("demo-worker-0", "{}", "{phase: Pending}"), "labels: {}", "ownerReferences: [{apiVersion: batch.tensorstack.dev/v1beta1, kind: DeepSpeedJob, name: demo, uid: t9k-uid}]", 1),
+			pod("demo-worker-1", "{}", "{phase: Pending}")},
+		wantState: Queued,
+		want:      "DeepSpeedJob demo: Queued in T9k queue research",
+		check: func(t *testing.T, s Status) {
+			if s.Pods.Pending != 1 || s.Pods.Expected != 4 {
+				t.Errorf("Pods = %+v, want 1 pending of 4 expected", s.Pods)
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, dyn := fakeClient(t, tc.objects...)
+			if tc.reactors != nil {
+				tc.reactors(&dyn.Fake)
+			}
+			ref := tc.ref
+			if ref.Kind == "" {
+				ref = Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}
+			}
+			s, err := client.Status(context.Background(), ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.State != tc.wantState {
+				t.Errorf("State = %s, want %s", s.State, tc.wantState)
+			}
+			if got := s.Line(); got != tc.want {
+				t.Errorf("Line():\n got %s\nwant %s", got, tc.want)
+			}
+			if tc.check != nil {
+				tc.check(t, s)
+			}
+		})
+	}
+}
+
+// pyTorchJob is a bare PyTorchJob of three pods in the LocalQueue team-a.
+func pyTorchJob(status string) string {
+	return `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: demo
+  namespace: ml
+  uid: ptj-uid
+  labels: {kueue.x-k8s.io/queue-name: team-a}
+spec:
+  runPolicy: {}
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}
+    Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}
+status: ` + status
+}
+
+func TestStatusLines(t *testing.T) {
+	client, _ := fakeClient(t,
+		appWrapper(`{phase: Failed, resettingCount: 3, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}`),
+		workloadOwnedBy("aw-uid", `{admission: {clusterQueue: team-a-cq}, conditions: [{type: Finished, status: 'True', reason: Failed}]}`),
+		pod("demo-master-0", awPods, `{phase: Succeeded}`),
+		pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 137, reason: OOMKilled,
+  message: "Killed\nwhile loading the checkpoint"}}}]}`))
+	s, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `AppWrapper "demo" in namespace "ml": Failed (3 retries)
+  why:       FoundFailedPods
+  failed:    pod demo-worker-0, container pytorch, exit code 137 (OOMKilled): Killed while loading the checkpoint
+  pods:      ready 0/2; 1 succeeded, 1 failed
+  queue:     LocalQueue team-a, ClusterQueue team-a-cq
+  workload:  appwrapper-demo-7d9f2
+`
+	if got := s.Lines(); got != want {
+		t.Errorf("Lines():\n%s\nwant:\n%s", got, want)
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON := `{"kind":"AppWrapper","name":"demo","namespace":"ml","state":"Failed","reason":"FoundFailedPods","queue":"team-a",` +
+		`"clusterQueue":"team-a-cq","workload":"appwrapper-demo-7d9f2","pods":{"expected":2,"pending":0,"running":0,"ready":0,"succeeded":1,"failed":1},` +
+		`"retries":3,"failedPod":{"pod":"demo-worker-0","container":"pytorch","exitCode":137,"reason":"OOMKilled","message":"Killed\nwhile loading the checkpoint"}}`
+	if string(data) != wantJSON {
+		t.Errorf("JSON:\n got %s\nwant %s", data, wantJSON)
+	}
+}
+
+// What the user may not read is said, and the rest is still shown.
+func TestStatusForbidden(t *testing.T) {
+	client, dyn := fakeClient(t, appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", pendingWL))
+	dyn.PrependReactor("list", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC"))
+	})
+	s, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `AppWrapper "demo" in namespace "ml": Queued
+  why:       Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed
+  pods:      ready 0/2
+  queue:     LocalQueue team-a
+  workload:  appwrapper-demo-7d9f2
+  not read:  its pods: you may not read them (RBAC)
+`
+	if got := s.Lines(); got != want {
+		t.Errorf("Lines():\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestStatusUnreachable(t *testing.T) {
+	client, dyn := fakeClient(t, appWrapper("{phase: Running}"))
+	dyn.PrependReactor("list", "workloads", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewUnauthorized("token expired")
+	})
+	_, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
+	var unreachable Unreachable
+	if !errors.As(err, &unreachable) {
+		t.Errorf("err = %v, want Unreachable", err)
+	}
+}
+
+func TestFind(t *testing.T) {
+	client, _ := fakeClient(t, appWrapper("{}"), strings.Replace(pyTorchJob("{}"), "name: demo", "name: bare", 1))
+	for name, want := range map[string]Ref{
+		"demo": {Kind: "AppWrapper", Namespace: "ml", Name: "demo"},
+		"bare": {Kind: "PyTorchJob", Namespace: "ml", Name: "bare"},
+	} {
+		got, err := client.Find(context.Background(), "ml", name)
+		if err != nil || got != want {
+			t.Errorf("Find(%s) = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	_, err := client.Find(context.Background(), "ml", "missing")
+	want := `no job "missing" in namespace "ml": no AppWrapper or PyTorchJob of that name (this cluster serves no PyTorchTrainingJobs or DeepSpeedJobs); check the name, and the namespace (-n NAMESPACE)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Find(missing) error:\n got %v\nwant %s", err, want)
+	}
+}
+
+func TestStatusNotFound(t *testing.T) {
+	client, _ := fakeClient(t)
+	_, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
+	var missing NotFound
+	if !errors.As(err, &missing) || err.Error() != `no AppWrapper "demo" in namespace "ml"` {
+		t.Errorf("err = %v, want NotFound", err)
+	}
+}
