@@ -17,7 +17,6 @@ import (
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
@@ -40,7 +39,7 @@ type fakeCluster struct {
 
 // resources of the fake cluster's APIs, by group version: resource → kind.
 var resources = map[string]map[string]string{
-	"v1":                             {"secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace"},
+	"v1":                             {"pods": "Pod", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace"},
 	"scheduling.k8s.io/v1":           {"priorityclasses": "PriorityClass"},
 	"storage.k8s.io/v1":              {"storageclasses": "StorageClass"},
 	"authorization.k8s.io/v1":        {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
@@ -117,9 +116,7 @@ func (f fakeCluster) client(t *testing.T) *Client {
 		if strings.TrimSpace(doc) == "" {
 			continue
 		}
-		var obj map[string]any
-		require.NoError(t, sigsyaml.Unmarshal([]byte(doc), &obj))
-		objects = append(objects, &unstructured.Unstructured{Object: obj})
+		objects = append(objects, object(t, doc))
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objects...)
 	dyn.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {

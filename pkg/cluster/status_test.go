@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -74,7 +75,7 @@ const (
 
 // pendingWorkloads answers Kueue's visibility API for LocalQueue team-a: the
 // Workload is second in line.
-func pendingWorkloads(dyn *clienttesting.Fake) {
+func pendingWorkloads(dyn *dynamicfake.FakeDynamicClient) {
 	dyn.PrependReactor("get", "localqueues", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() != "pendingworkloads" || action.GetResource().Group != "visibility.kueue.x-k8s.io" {
 			return false, nil, nil
@@ -89,19 +90,25 @@ func pendingWorkloads(dyn *clienttesting.Fake) {
 	})
 }
 
+// cluster is a fake cluster with the objects, each a YAML document, and
+// the reactors of react.
+func cluster(t *testing.T, react func(*dynamicfake.FakeDynamicClient), objects ...string) *Client {
+	return fakeCluster{objects: strings.Join(objects, "\n---\n"), react: react}.client(t)
+}
+
 func TestStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		ref       Ref
 		objects   []string
-		reactors  func(*clienttesting.Fake)
+		react     func(*dynamicfake.FakeDynamicClient)
 		want      string
 		wantState State
 		check     func(*testing.T, Status)
 	}{{
 		name:      "queued, with its position in the LocalQueue",
 		objects:   []string{appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", pendingWL)},
-		reactors:  pendingWorkloads,
+		react:     pendingWorkloads,
 		wantState: Queued,
 		want:      "AppWrapper demo: Queued in LocalQueue team-a (position 2): Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed",
 	}, {
@@ -258,10 +265,7 @@ status: {phase: Pending}
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			client, dyn := fakeClient(t, tc.objects...)
-			if tc.reactors != nil {
-				tc.reactors(&dyn.Fake)
-			}
+			client := cluster(t, tc.react, tc.objects...)
 			ref := tc.ref
 			if ref.Kind == "" {
 				ref = Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}
@@ -302,7 +306,7 @@ status: ` + status
 }
 
 func TestStatusLines(t *testing.T) {
-	client, _ := fakeClient(t,
+	client := cluster(t, nil,
 		appWrapper(`{phase: Failed, resettingCount: 3, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}`),
 		workloadOwnedBy("aw-uid", `{admission: {clusterQueue: team-a-cq}, conditions: [{type: Finished, status: 'True', reason: Failed}]}`),
 		pod("demo-master-0", awPods, `{phase: Succeeded}`),
@@ -336,10 +340,11 @@ func TestStatusLines(t *testing.T) {
 
 // What the user may not read is said, and the rest is still shown.
 func TestStatusForbidden(t *testing.T) {
-	client, dyn := fakeClient(t, appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", pendingWL))
-	dyn.PrependReactor("list", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC"))
-	})
+	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("list", "pods", func(action clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC"))
+		})
+	}, appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", pendingWL))
 	s, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
 	if err != nil {
 		t.Fatal(err)
@@ -357,10 +362,11 @@ func TestStatusForbidden(t *testing.T) {
 }
 
 func TestStatusUnreachable(t *testing.T) {
-	client, dyn := fakeClient(t, appWrapper("{phase: Running}"))
-	dyn.PrependReactor("list", "workloads", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewUnauthorized("token expired")
-	})
+	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("list", "workloads", func(action clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewUnauthorized("token expired")
+		})
+	}, appWrapper("{phase: Running}"))
 	_, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
 	var unreachable Unreachable
 	if !errors.As(err, &unreachable) {
@@ -369,7 +375,10 @@ func TestStatusUnreachable(t *testing.T) {
 }
 
 func TestFind(t *testing.T) {
-	client, _ := fakeClient(t, appWrapper("{}"), strings.Replace(pyTorchJob("{}"), "name: demo", "name: bare", 1))
+	client := fakeCluster{
+		objects: appWrapper("{}") + "\n---\n" + strings.Replace(pyTorchJob("{}"), "name: demo", "name: bare", 1),
+		without: []string{"batch.tensorstack.dev/v1beta1"},
+	}.client(t)
 	for name, want := range map[string]Ref{
 		"demo": {Kind: "AppWrapper", Namespace: "ml", Name: "demo"},
 		"bare": {Kind: "PyTorchJob", Namespace: "ml", Name: "bare"},
@@ -387,7 +396,7 @@ func TestFind(t *testing.T) {
 }
 
 func TestStatusNotFound(t *testing.T) {
-	client, _ := fakeClient(t)
+	client := cluster(t, nil)
 	_, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
 	var missing NotFound
 	if !errors.As(err, &missing) || err.Error() != `no AppWrapper "demo" in namespace "ml"` {
