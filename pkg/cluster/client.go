@@ -49,6 +49,17 @@ type Client struct {
 	Namespace string
 	// Server is the API server's address, for messages.
 	Server string
+	// Poll is how often Submit and Follow read a job again while they wait
+	// for it; 0 is every 2 seconds.
+	Poll time.Duration
+}
+
+// every is the time between two readings of a job that is waited for.
+func (c *Client) every() time.Duration {
+	if c.Poll == 0 {
+		return 2 * time.Second
+	}
+	return c.Poll
 }
 
 // Connect reads the kubeconfig as kubectl does and makes the clients. It does

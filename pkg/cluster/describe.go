@@ -11,8 +11,13 @@ import (
 //	AppWrapper demo: Running, pods ready 4/4
 //	AppWrapper demo: Failed (3 retries): FoundFailedPods; pod demo-master-0, container pytorch, exit code 1 (Error)
 func (s Status) Line() string {
+	return fmt.Sprintf("%s %s: %s", s.Kind, s.Name, s.summary())
+}
+
+// summary is the line without the job's name: "Running, pods ready 4/4".
+func (s Status) summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s: %s", s.Kind, s.Name, s.State)
+	b.WriteString(string(s.State))
 	if s.State == Queued && s.Queue != "" {
 		fmt.Fprintf(&b, " in %s", s.queue())
 	}

@@ -27,6 +27,7 @@ metadata:
   namespace: ml
   uid: aw-uid
   labels: {kueue.x-k8s.io/queue-name: team-a}
+  finalizers: [workload.codeflare.dev/finalizer]
 spec:
   components:
   - template:
@@ -193,7 +194,7 @@ func TestStatus(t *testing.T) {
 		want:      "AppWrapper demo: Succeeded, pods succeeded 2/2",
 	}, {
 		name:      "being deleted",
-		objects:   []string{strings.Replace(appWrapper(`{phase: Terminating}`), "uid: aw-uid", "uid: aw-uid\n  deletionTimestamp: '2026-01-01T00:00:00Z'\n  finalizers: [workload.codeflare.dev/finalizer]", 1)},
+		objects:   []string{strings.Replace(appWrapper(`{phase: Terminating}`), "uid: aw-uid", "uid: aw-uid\n  deletionTimestamp: '2026-01-01T00:00:00Z'", 1)},
 		wantState: Deleting,
 		want:      "AppWrapper demo: Deleting (Terminating)",
 	}, {
