@@ -1,0 +1,127 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// timeline plays a job's life: each reading of the AppWrapper demo moves
+// the cluster to the next of steps (the AppWrapper's status, and its pods),
+// and stays at the last.
+func timeline(t *testing.T, steps ...[]string) func(*dynamicfake.FakeDynamicClient) {
+	return func(dyn *dynamicfake.FakeDynamicClient) {
+		next := 0
+		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
+			step := steps[min(next, len(steps)-1)]
+			next++
+			tracker := dyn.Tracker()
+			list, err := tracker.List(pods, pods.GroupVersion().WithKind("Pod"), "ml")
+			require.NoError(t, err)
+			for _, item := range list.(*unstructured.UnstructuredList).Items {
+				require.NoError(t, tracker.Delete(pods, "ml", item.GetName()))
+			}
+			require.NoError(t, tracker.Update(appWrappers, object(t, appWrapper(step[0])), "ml"))
+			for _, p := range step[1:] {
+				require.NoError(t, tracker.Create(pods, object(t, p), "ml"))
+			}
+			return false, nil, nil
+		})
+	}
+}
+
+func TestFollowUntilItFails(t *testing.T) {
+	failedPod := pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 2, reason: Error}}}]}`)
+	client := cluster(t, timeline(t,
+		[]string{"{phase: Suspended}"},
+		[]string{"{phase: Suspended}"},
+		[]string{"{phase: Running}", pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, "{phase: Pending}")},
+		[]string{"{phase: Running, conditions: [{type: PodsReady, status: 'True'}]}", pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, readyPod)},
+		[]string{"{phase: Resetting, resettingCount: 1, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}", failedPod},
+		// The controller deleted the pods.
+		[]string{"{phase: Failed, resettingCount: 1, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}"},
+	), appWrapper("{}"))
+	client.Poll = time.Millisecond
+	var lines []string
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(s Status) {
+		lines = append(lines, s.Line())
+	})
+	require.NoError(t, err)
+	require.Equal(t, Failed, last.State)
+	require.Equal(t, []string{
+		"AppWrapper demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
+		"AppWrapper demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
+		"AppWrapper demo: Admitted, pods ready 1/2",
+		"AppWrapper demo: Running, pods ready 2/2",
+		"AppWrapper demo: Admitted (Resetting, 1 retry), pods ready 0/2: FoundFailedPods; pod demo-worker-0, container pytorch, exit code 2 (Error)",
+		"AppWrapper demo: Failed (1 retry): FoundFailedPods; pod demo-worker-0, container pytorch, exit code 2 (Error)",
+	}, lines)
+}
+
+func TestFollowUntilItSucceeds(t *testing.T) {
+	client := cluster(t, timeline(t,
+		[]string{"{phase: Running, conditions: [{type: PodsReady, status: 'True'}]}", pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, readyPod)},
+		[]string{"{phase: Succeeded}", pod("demo-master-0", awPods, "{phase: Succeeded}"), pod("demo-worker-0", awPods, "{phase: Succeeded}")},
+	), appWrapper("{}"))
+	client.Poll = time.Millisecond
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {})
+	require.NoError(t, err)
+	require.Equal(t, "AppWrapper demo: Succeeded, pods succeeded 2/2", last.Line())
+}
+
+// Ctrl-C, or the timeout, ends the following, not the job.
+func TestFollowUntilTheContextEnds(t *testing.T) {
+	client := cluster(t, nil, appWrapper("{phase: Running}"))
+	client.Poll = time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	readings := 0
+	last, err := client.Follow(ctx, Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {
+		if readings++; readings == 3 {
+			cancel()
+		}
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, Admitted, last.State)
+	require.Equal(t, 3, readings)
+}
+
+func TestFollowAJobThatIsDeleted(t *testing.T) {
+	client := cluster(t, nil)
+	_, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {})
+	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" was deleted while it was followed`)
+}
+
+// A few readings the cluster does not answer are tried again; more end the
+// following.
+func TestFollowThroughShortOutages(t *testing.T) {
+	for _, tc := range []struct {
+		outage  int
+		wantErr bool
+	}{{followMisses, false}, {followMisses + 1, true}} {
+		client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+			missed := 0
+			dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
+				if missed++; missed <= tc.outage {
+					return true, nil, &url.Error{Op: "Get", URL: "https://fake", Err: errors.New("connection refused")}
+				}
+				return false, nil, nil
+			})
+		}, appWrapper("{phase: Succeeded}"))
+		client.Poll = time.Millisecond
+		last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {})
+		if tc.wantErr {
+			require.ErrorAs(t, err, &Unreachable{})
+		} else {
+			require.NoError(t, err)
+			require.Equal(t, Succeeded, last.State)
+		}
+	}
+}
