@@ -20,6 +20,9 @@ const (
 	ExitInvalid = 1 // the settings are invalid, or writing the output failed
 	ExitUsage   = 2 // the command line is wrong
 	ExitCluster = 3 // the cluster cannot be reached (check, submit, status)
+	// ExitStopped is for Ctrl-C, as a shell reports a program that SIGINT
+	// ended (128 + 2): submit --wait stopped following the job.
+	ExitStopped = 130
 )
 
 // consequence is the annotation of a command that says what a failure
@@ -50,6 +53,7 @@ func Run(args []string, s Streams) (code int) {
 	}
 	var usage settings.UsageError
 	var failed runError
+	var interrupted stopped
 	switch {
 	case errors.As(err, &usage):
 		// Wrong arguments or files: the message says what to do.
@@ -62,6 +66,9 @@ func Run(args []string, s Streams) (code int) {
 	case unreachable(err):
 		fmt.Fprintf(s.Err, "Error: %v\n", err)
 		return ExitCluster
+	case errors.As(err, &interrupted):
+		fmt.Fprintln(s.Err, interrupted)
+		return ExitStopped
 	}
 	writeError(s, err, cmp.Or(cmd.Annotations[consequence], "nothing was rendered"))
 	return ExitInvalid
@@ -144,7 +151,7 @@ helm template.`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newInit(s), newRender(s), newValidate(s), newCheck(s), newExplain(s), newSchema(s), newVersion(s))
+	root.AddCommand(newInit(s), newRender(s), newValidate(s), newCheck(s), newSubmit(s), newStatus(s), newExplain(s), newSchema(s), newVersion(s))
 
 	// cobra's own help and completion commands, with examples like the others.
 	root.InitDefaultHelpCmd()

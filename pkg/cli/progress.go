@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"unicode/utf8"
+
+	"golang.org/x/term"
+
+	"github.com/torchwrap/generator/pkg/cluster"
+)
+
+// progress writes the readings of a followed job: on a terminal, one line
+// rewritten in place, and a new one when the state changes; elsewhere (a
+// log, a pipe), a line each time the state changes.
+type progress struct {
+	w io.Writer
+	// width is the terminal's, 0 when w is not a terminal.
+	width int
+	// said is what the last line said: state, phase, reason, retries.
+	said string
+	// open is whether a live line is on the screen, without its newline.
+	open bool
+}
+
+func (p *progress) report(s cluster.Status) {
+	said := fmt.Sprint(s.State, s.Phase, s.Reason, s.Retries)
+	changed := said != p.said
+	p.said = said
+	if p.width == 0 {
+		if changed {
+			fmt.Fprintln(p.w, s.Line())
+		}
+		return
+	}
+	if p.open && changed {
+		fmt.Fprintln(p.w)
+	}
+	// Back to the start of the line, which is cleared; one column short of
+	// the width, so that the terminal does not wrap it.
+	fmt.Fprint(p.w, "\r\x1b[K"+truncate(s.Line(), p.width-1))
+	p.open = true
+}
+
+// end ends the live line.
+func (p *progress) end() {
+	if p.open {
+		fmt.Fprintln(p.w)
+		p.open = false
+	}
+}
+
+// terminalWidth is the width of the terminal w writes to; 0 when it is not
+// one.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	if width, _, err := term.GetSize(int(f.Fd())); err == nil && width > 1 {
+		return width
+	}
+	return 80
+}
+
+// truncate cuts a line to n characters, the last an ellipsis.
+func truncate(line string, n int) string {
+	if utf8.RuneCountInString(line) <= n {
+		return line
+	}
+	return string([]rune(line)[:n-1]) + "…"
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/settings"
+)
+
+func newStatus(s Streams) *cobra.Command {
+	var in inputFlags
+	var kube cluster.Flags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status NAME [-n NAMESPACE] | status -f settings.yaml [-o json]",
+		Short: "Show how a submitted job is doing",
+		Long: `Status shows how a submitted job is doing, as submit --wait follows it:
+Queued (with Kueue's reason, and the position in the LocalQueue when Kueue's
+visibility API answers), Admitted, Running (pods ready), Succeeded, Failed
+(why, and the pod that failed with its exit code); with its LocalQueue,
+ClusterQueue and Kueue Workload, and what keeps its pods from starting.
+
+Name the job, or give its settings as to submit: status NAME looks in the
+namespace of -n (else your context's) for an AppWrapper of that name, then a
+PyTorchJob, PyTorchTrainingJob or DeepSpeedJob submitted alone. -o json writes
+the same as one JSON object.
+
+Exit codes: 0 when the status was shown, whatever it is, 1 when there is no
+such job or the settings are invalid, 2 for a wrong command line, 3 when the
+cluster cannot be reached.`,
+		Example: `  generator status llama-8b -n team-a
+  generator status -f settings.yaml -o json`,
+		Annotations: map[string]string{consequence: "no job was looked for"},
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if output != "" && output != "json" {
+				return settings.UsageError{Err: errors.New("-o json is the one output format; leave -o out for text")}
+			}
+			settingsGiven := len(in.files)+len(in.sets)+len(in.setStrings) > 0
+			switch {
+			case settingsGiven && len(args) > 0:
+				return settings.UsageError{Err: errors.New("name the job, or give its settings with -f, not both")}
+			case !settingsGiven && len(args) != 1:
+				return settings.UsageError{Err: errors.New("name one job: generator status NAME [-n NAMESPACE], or give its settings: generator status -f settings.yaml")}
+			}
+			ctx := cmd.Context()
+			if settingsGiven {
+				t, err := connect(s, &in, &kube, nil, "status")
+				if err != nil {
+					return err
+				}
+				return showStatus(ctx, s, t.client, t.job.Ref(), output)
+			}
+			client, err := kube.Connect(userAgent())
+			if err != nil {
+				return err
+			}
+			ref, err := client.Find(ctx, client.Namespace, args[0])
+			if err != nil {
+				return err
+			}
+			return showStatus(ctx, s, client, ref, output)
+		}),
+	}
+	in.register(cmd)
+	kube.Register(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json: write the status as a JSON object")
+	return cmd
+}
+
+// showStatus writes the status of a job: a few lines, or JSON.
+func showStatus(ctx context.Context, s Streams, client *cluster.Client, ref cluster.Ref, output string) error {
+	status, err := client.Status(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if output == "json" {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(status)
+	}
+	_, err = io.WriteString(s.Out, status.Lines())
+	return err
+}

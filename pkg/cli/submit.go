@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/settings"
+)
+
+func newSubmit(s Streams) *cobra.Command {
+	var in inputFlags
+	var kube cluster.Flags
+	var wait, force bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "submit [settings.yaml] [-f more.yaml]... [--set key=value] [--wait [--timeout 2h]] [--force]",
+		Short: "Check the job against the cluster, then submit it",
+		Long: `Submit renders the settings and checks the job against the cluster as
+generator check does. When nothing stops it, it submits the job to its
+namespace by server-side apply (field manager torchwrap-generator).
+
+A job of the same name that has finished (Succeeded or Failed) is deleted
+first, with what it made, and replaced. One that has not finished is left
+alone, and nothing is submitted, unless --force: then it is deleted first.
+
+With --wait, submit follows the job until it finishes: Queued (with Kueue's
+reason, and the position in the LocalQueue when Kueue's visibility API
+answers), Admitted, Running (pods ready), then Succeeded or Failed (why, and
+the pod that failed with its exit code). On a terminal the status is one line
+rewritten in place; otherwise a line each time it changes, on standard error.
+Ctrl-C stops following, not the job: generator status shows it again.
+
+Exit codes: 0 when the job was submitted (with --wait, when it succeeded), 1
+when the check found a problem, a job of that name has not finished, or the
+job failed or outlasted --timeout, 2 for a wrong command line, 3 when the
+cluster cannot be reached, 130 when Ctrl-C stopped following.`,
+		Example: `  generator submit settings.yaml
+  generator submit -f settings.yaml --wait --timeout 2h
+  generator submit settings.yaml --force -n team-a`,
+		Annotations: map[string]string{consequence: "nothing was submitted"},
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if timeout < 0 || (timeout > 0 && !wait) {
+				return settings.UsageError{Err: errors.New("--timeout is how long --wait follows the job (0: as long as it takes); add --wait, or drop --timeout")}
+			}
+			t, err := connect(s, &in, &kube, args, "submit")
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if err := t.check(ctx, s); err != nil {
+				return err
+			}
+			done, err := t.client.Submit(ctx, t.job, force)
+			if err != nil {
+				return err
+			}
+			ref := t.job.Ref()
+			if !wait {
+				_, err := fmt.Fprintf(s.Out, "%s; see how it does with: %s\n", submitted(ref, done), statusCommand(ref))
+				return err
+			}
+			fmt.Fprintf(s.Err, "%s; following it (Ctrl-C stops following, not the job)\n", submitted(ref, done))
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return follow(ctx, s, t.client, ref, timeout)
+		}),
+	}
+	in.register(cmd)
+	kube.Register(cmd.Flags())
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the job until it finishes; exit 0 only when it succeeds")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, how long to follow the job, as 90m or 2h (0: until it finishes); the job goes on after it")
+	cmd.Flags().BoolVar(&force, "force", false, "delete a job of the same name that has not finished, and submit this one")
+	return cmd
+}
+
+// submitted says what Submit did.
+func submitted(ref cluster.Ref, done cluster.Submission) string {
+	if done.Replaced == "" {
+		return "submitted " + ref.String()
+	}
+	return fmt.Sprintf("submitted %s, in place of the one before it (%s), which was deleted", ref, done.Replaced)
+}
+
+// statusCommand is the command that shows the job.
+func statusCommand(ref cluster.Ref) string {
+	return fmt.Sprintf("generator status %s -n %s", ref.Name, ref.Namespace)
+}
+
+// follow follows a submitted job until it finishes, the timeout passes (0:
+// none), or ctx is canceled (Ctrl-C). It writes the job's progress to
+// standard error, and when it succeeded its last status to standard output.
+func follow(ctx context.Context, s Streams, client *cluster.Client, ref cluster.Ref, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	p := progress{w: s.Err, width: terminalWidth(s.Err)}
+	last, err := client.Follow(ctx, ref, p.report)
+	p.end()
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("the %s has not finished after %v (%s); it goes on: see how it does with %s", ref, timeout, seen(last), statusCommand(ref))
+	case errors.Is(err, context.Canceled):
+		return stopped{fmt.Sprintf("stopped following the %s (%s); the job goes on: see how it does with %s", ref, seen(last), statusCommand(ref))}
+	case err != nil:
+		return err
+	case last.State == cluster.Failed:
+		return fmt.Errorf("the %s failed; see it with %s", ref, statusCommand(ref))
+	}
+	_, err = fmt.Fprintln(s.Out, last.Line())
+	return err
+}
+
+// seen is the last state seen of a followed job.
+func seen(last cluster.Status) string {
+	if last.State == "" {
+		return "not read yet"
+	}
+	return "last seen " + string(last.State)
+}
+
+// stopped is the error of a command that Ctrl-C stopped.
+type stopped struct{ message string }
+
+func (e stopped) Error() string { return e.message }
