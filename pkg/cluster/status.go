@@ -233,6 +233,11 @@ func (c *Client) statusOf(ctx context.Context, obj *unstructured.Unstructured) (
 		return s, err
 	}
 	s.fromPods(podList)
+	// The controller's word may lag behind the pods (AppWrapper looks at
+	// them every few seconds): every pod of the job ready is running.
+	if s.State == Admitted && s.Phase == "" && s.Pods.Expected > 0 && int64(s.Pods.Ready) == s.Pods.Expected {
+		s.State = Running
+	}
 	wl, err := c.workloadOf(ctx, obj)
 	if err := c.note(&s, "its Kueue Workload", err); err != nil {
 		return s, err
@@ -467,13 +472,7 @@ func expectedPods(obj *unstructured.Unstructured) int64 {
 // podsOf lists a job's pods: by the label its controller gives them, or (T9k)
 // by their owner.
 func (c *Client) podsOf(ctx context.Context, obj *unstructured.Unstructured) ([]corev1.Pod, error) {
-	var selector string
-	switch obj.GetKind() {
-	case "AppWrapper":
-		selector = appWrapperLabel + "=" + obj.GetName()
-	case "PyTorchJob":
-		selector = pyTorchJobLabel + "=" + obj.GetName()
-	}
+	selector := podSelector(obj.GetKind(), obj.GetName())
 	list, err := c.Dynamic.Resource(pods).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
@@ -491,6 +490,18 @@ func (c *Client) podsOf(ctx context.Context, obj *unstructured.Unstructured) ([]
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// podSelector selects the pods of a job by the label its controller puts on
+// them; "" for a kind whose pods are found by their owner instead.
+func podSelector(kind, name string) string {
+	switch kind {
+	case "AppWrapper":
+		return appWrapperLabel + "=" + name
+	case "PyTorchJob":
+		return pyTorchJobLabel + "=" + name
+	}
+	return ""
 }
 
 func ownedBy(obj, owner *unstructured.Unstructured) bool {

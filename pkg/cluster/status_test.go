@@ -159,6 +159,13 @@ func TestStatus(t *testing.T) {
 		wantState: Admitted,
 		want:      "AppWrapper demo: Admitted, pods ready 0/2; pod demo-master-0 cannot be scheduled: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu.",
 	}, {
+		name: "running, every pod ready before the AppWrapper controller says so",
+		objects: []string{appWrapper("{phase: Running}"),
+			workloadOwnedBy("aw-uid", admittedWL),
+			pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, readyPod)},
+		wantState: Running,
+		want:      "AppWrapper demo: Running, pods ready 2/2",
+	}, {
 		name: "running",
 		objects: []string{appWrapper("{phase: Running, conditions: [{type: PodsReady, status: 'True', reason: SufficientPodsReady}]}"),
 			workloadOwnedBy("aw-uid", admittedWL),
