@@ -66,6 +66,33 @@ func TestFollowUntilItFails(t *testing.T) {
 	}, lines)
 }
 
+// A pod that fails and is deleted between two readings is seen all the same,
+// by the watch on the job's pods.
+func TestFollowSeesAPodThatFailsBetweenReadings(t *testing.T) {
+	failedPod := pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 3, reason: Error}}}]}`)
+	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		readings := 0
+		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
+			tracker := dyn.Tracker()
+			switch readings++; readings {
+			case 2:
+				// After this reading: the pod fails, and the AppWrapper
+				// controller deletes it.
+				require.NoError(t, tracker.Create(pods, object(t, failedPod), "ml"))
+				require.NoError(t, tracker.Delete(pods, "ml", "demo-worker-0"))
+			case 3:
+				require.NoError(t, tracker.Update(appWrappers, object(t, appWrapper("{phase: Failed}")), "ml"))
+			}
+			return false, nil, nil
+		})
+	}, appWrapper("{phase: Running}"))
+	// Time enough between readings for the watch to deliver the pod.
+	client.Poll = 100 * time.Millisecond
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {})
+	require.NoError(t, err)
+	require.Equal(t, "AppWrapper demo: Failed; pod demo-worker-0, container pytorch, exit code 3 (Error)", last.Line())
+}
+
 func TestFollowUntilItSucceeds(t *testing.T) {
 	client := cluster(t, timeline(t,
 		[]string{"{phase: Running, conditions: [{type: PodsReady, status: 'True'}]}", pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, readyPod)},
