@@ -27,6 +27,9 @@ func (s Status) summary() string {
 	switch s.State {
 	case Admitted, Running:
 		fmt.Fprintf(&b, ", pods ready %d/%d", s.Pods.Ready, s.Pods.Expected)
+		if s.Pods.Succeeded > 0 {
+			fmt.Fprintf(&b, " (%d succeeded)", s.Pods.Succeeded)
+		}
 	case Succeeded:
 		if s.Pods.Succeeded > 0 {
 			fmt.Fprintf(&b, ", pods succeeded %d/%d", s.Pods.Succeeded, s.Pods.Expected)

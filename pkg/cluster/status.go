@@ -234,8 +234,9 @@ func (c *Client) statusOf(ctx context.Context, obj *unstructured.Unstructured) (
 	}
 	s.fromPods(podList)
 	// The controller's word may lag behind the pods (AppWrapper looks at
-	// them every few seconds): every pod of the job ready is running.
-	if s.State == Admitted && s.Phase == "" && s.Pods.Expected > 0 && int64(s.Pods.Ready) == s.Pods.Expected {
+	// them every few seconds): a job whose pods are all ready, or done
+	// with success, is running.
+	if s.State == Admitted && s.Phase == "" && s.Pods.Expected > 0 && int64(s.Pods.Ready+s.Pods.Succeeded) == s.Pods.Expected {
 		s.State = Running
 	}
 	wl, err := c.workloadOf(ctx, obj)

@@ -166,6 +166,13 @@ func TestStatus(t *testing.T) {
 		wantState: Running,
 		want:      "AppWrapper demo: Running, pods ready 2/2",
 	}, {
+		name: "running, a pod done before the AppWrapper controller says the job is",
+		objects: []string{appWrapper("{phase: Running}"),
+			workloadOwnedBy("aw-uid", admittedWL),
+			pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, "{phase: Succeeded}")},
+		wantState: Running,
+		want:      "AppWrapper demo: Running, pods ready 1/2 (1 succeeded)",
+	}, {
 		name: "running",
 		objects: []string{appWrapper("{phase: Running, conditions: [{type: PodsReady, status: 'True', reason: SufficientPodsReady}]}"),
 			workloadOwnedBy("aw-uid", admittedWL),
