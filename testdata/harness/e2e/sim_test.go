@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/testdata/cases"
 	"github.com/torchwrap/generator/testdata/harness/e2e"
 	"github.com/torchwrap/generator/testdata/harness/fidelity"
@@ -54,6 +55,7 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("access", s.access)
 			t.Run("examples", s.examples)
 			t.Run("check", s.check)
+			t.Run("submit", s.submitAndFollow)
 			t.Run("quota", s.quota)
 			t.Run("priority", s.priority)
 		})
@@ -380,6 +382,81 @@ func (s *sim) check(t *testing.T) {
 			expect(t, cases.Path(t, "testdata", "cluster", "examples", name+".txt"), s.transcript(r))
 		})
 	}
+}
+
+// generator submit --wait follows a job to its end: the final state on
+// standard output and exit 0 when it succeeded; exit 1 and the failing pod's
+// exit code when it failed. generator status says why a job waits (Kueue's
+// pending reason), and submit refuses to replace a job that has not finished
+// unless --force.
+func (s *sim) submitAndFollow(t *testing.T) {
+	const namespace = e2e.SimCheckNamespace
+	helloworld := cases.Example(t, "helloworld")
+	dir := filepath.Dir(helloworld)
+	job := func(command, name string, more ...string) []string {
+		return append([]string{command, "-f", filepath.Base(helloworld), "--kubeconfig", "ADMIN",
+			"--set", "jobName=" + name, "--set", "namespace=" + namespace}, more...)
+	}
+	status := func(t *testing.T, name string) cluster.Status {
+		r := s.generate(t, dir, "status", name, "-n", namespace, "--kubeconfig", "ADMIN", "-o", "json")
+		require.Equal(t, 0, r.code, r.stderr)
+		var st cluster.Status
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &st), r.stdout)
+		return st
+	}
+	defer kubectl(t, s.cluster, nil, "delete", "appwrappers", "--all", "-n", namespace, "--wait=true")
+
+	t.Run("succeeded", func(t *testing.T) {
+		r := s.generate(t, dir, job("submit", "waited", append([]string{"--wait", "--timeout", "3m"}, runFor("3s")...)...)...)
+		t.Logf("standard error:\n%s", r.stderr)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, "AppWrapper waited: Succeeded, pods succeeded 4/4\n", r.stdout)
+		require.Contains(t, r.stderr, "AppWrapper waited: Running, pods ready 4/4")
+		st := status(t, "waited")
+		require.Equal(t, cluster.Succeeded, st.State)
+		require.Equal(t, "default-queue", st.Queue)
+	})
+
+	t.Run("failed", func(t *testing.T) {
+		// Exit code 3 is terminal: the AppWrapper fails without a retry.
+		args := append(append([]string{"--wait", "--timeout", "4m", "--set", "numPods=2", "--set", "numGpusPerPod=1",
+			"--set", "failureGracePeriodDuration=1s", "--set", "terminalExitCodes={3}"}, runFor("100ms")...), exitCode(3)...)
+		r := s.generate(t, dir, job("submit", "fails", args...)...)
+		t.Logf("standard error:\n%s", r.stderr)
+		require.Equal(t, 1, r.code, r.stderr)
+		require.Empty(t, r.stdout)
+		require.Contains(t, r.stderr, "exit code 3")
+		require.Contains(t, r.stderr, `the AppWrapper "fails" in namespace "sim-check" failed; see it with generator status fails -n sim-check`)
+	})
+
+	t.Run("queued", func(t *testing.T) {
+		// blocker holds all of tiny-cq's GPUs while waiter is submitted.
+		tiny := []string{"--set", "queueName=tiny-queue", "--set", "numPods=1", "--set", fmt.Sprintf("numGpusPerPod=%d", e2e.TinyQueueGPUs)}
+		for _, name := range []string{"blocker", "waiter"} {
+			r := s.generate(t, dir, job("submit", name, append(tiny, runFor("20s")...)...)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Equal(t, fmt.Sprintf("submitted AppWrapper %q in namespace %q; see how it does with: generator status %s -n %s\n", name, namespace, name, namespace), r.stdout)
+			if name == "blocker" {
+				s.waitFor(t, namespace, "blocker admitted", time.Minute, func() bool { return s.workloads(t, namespace)["blocker"].admitted })
+			}
+		}
+		var st cluster.Status
+		s.waitFor(t, namespace, "waiter's pending reason", time.Minute, func() bool {
+			st = status(t, "waiter")
+			return st.State == cluster.Queued && strings.Contains(st.Message, "quota for nvidia.com/gpu")
+		})
+		r := s.generate(t, dir, "status", "waiter", "-n", namespace, "--kubeconfig", "ADMIN")
+		t.Logf("generator status waiter:\n%s", r.stdout)
+		require.Contains(t, r.stdout, "insufficient unused quota for nvidia.com/gpu")
+
+		// Not replaced while it waits, unless --force.
+		r = s.generate(t, dir, job("submit", "waiter", tiny...)...)
+		require.Equal(t, 1, r.code)
+		require.Contains(t, r.stderr, `AppWrapper "waiter" exists in namespace "sim-check" already, and has not finished`)
+		r = s.generate(t, dir, job("submit", "waiter", append(tiny, "--force")...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, "in place of the one before it")
+	})
 }
 
 // The webhooks run as on a real cluster: the training operator's refuses a
