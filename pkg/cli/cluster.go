@@ -16,10 +16,11 @@ import (
 
 // target is a rendered job and the cluster it is meant for.
 type target struct {
-	in     *settings.Input
-	values map[string]any
-	client *cluster.Client
-	job    *cluster.Job
+	in       *settings.Input
+	values   map[string]any
+	warnings diag.List // the render's, written with the cluster's findings
+	client   *cluster.Client
+	job      *cluster.Job
 }
 
 // connect renders the settings (the -f files, then the one argument), reads
@@ -31,6 +32,7 @@ func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what
 		return nil, settings.UsageError{Err: fmt.Errorf("%s takes one job: pass one settings file, or merge several with -f, as in: -f base.yaml -f job.yaml", what)}
 	}
 	in.files = append(in.files, args...)
+	in.holdWarnings = true
 	loaded, result, err := in.render(s)
 	if err != nil {
 		return nil, err
@@ -50,15 +52,21 @@ func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what
 	if err != nil {
 		return nil, err
 	}
-	return &target{in: loaded, values: result.Values, client: client, job: job}, nil
+	return &target{in: loaded, values: result.Values, warnings: result.Warnings, client: client, job: job}, nil
 }
 
 // check asks the cluster about the job and writes the findings to standard
-// error, placed in the settings. It fails when one is an error.
+// error, placed in the settings, in order with the render's warnings but
+// those the cluster's answers make moot. It fails when one is an error.
 func (t *target) check(ctx context.Context, s Streams) error {
 	found, err := t.client.Check(ctx, t.job, t.values)
 	if err != nil {
 		return err
+	}
+	for _, w := range t.warnings {
+		if !cluster.Answers(found, w) {
+			found = append(found, w)
+		}
 	}
 	placed := t.in.Locate(found)
 	counts := map[diag.Severity]int{}

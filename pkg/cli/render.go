@@ -26,6 +26,9 @@ import (
 type inputFlags struct {
 	files, sets, setStrings []string
 	strict                  bool
+	// holdWarnings leaves the warnings of a render to the caller, which
+	// writes them with findings of its own (check).
+	holdWarnings bool
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) {
@@ -87,6 +90,9 @@ func (f *inputFlags) render(s Streams) (*settings.Input, *render.Result, error) 
 func (f *inputFlags) strictWarnings(result *render.Result, w io.Writer) error {
 	if f.strict && len(result.Warnings) > 0 {
 		return strictError{result.Warnings}
+	}
+	if f.holdWarnings {
+		return nil
 	}
 	for _, p := range result.Warnings {
 		fmt.Fprintln(w, p)

@@ -88,6 +88,21 @@ func (c *Client) Check(ctx context.Context, job *Job, values map[string]any) (di
 	return k.findings, nil
 }
 
+// Answers tells whether the findings of Check make a render's warning moot:
+// the warning on a priority close to MLBatch's names guesses at what the
+// cluster has, and Check asked it, unless it could not.
+func Answers(findings diag.List, warning diag.Diagnostic) bool {
+	if warning.Path.String() != "priority" {
+		return false
+	}
+	for _, f := range findings {
+		if f.Severity == diag.Unchecked && f.Path.String() == "priority" {
+			return false
+		}
+	}
+	return true
+}
+
 // checker holds what Check found so far, for its questions running at once.
 type checker struct {
 	client    *Client

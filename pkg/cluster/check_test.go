@@ -18,6 +18,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
 )
@@ -398,4 +399,14 @@ metadata: {name: team-a}
 	require.Equal(t, []string{
 		`settings.yaml:6:12: namespace: no namespace "team-b" on this cluster; did you mean "team-a"? Otherwise create it first; or choose another with namespace: or -n`,
 	}, check(t, fakeCluster{objects: namespaces}, helloworld+"namespace: team-b\n"))
+}
+
+// The render's guess about a priority close to MLBatch's names is moot once
+// the cluster was asked about that PriorityClass, and only then.
+func TestAnswersTheRendersGuessAboutThePriority(t *testing.T) {
+	guess := diag.Diagnostic{Severity: diag.Warning, Path: diag.Path{"priority"}, Message: "high names no MLBatch PriorityClass"}
+	require.True(t, Answers(nil, guess), "the cluster has the PriorityClass")
+	require.True(t, Answers(diag.List{{Path: diag.Path{"priority"}, Message: "no PriorityClass"}}, guess))
+	require.False(t, Answers(diag.List{{Severity: diag.Unchecked, Path: diag.Path{"priority"}}}, guess), "the cluster would not say")
+	require.False(t, Answers(nil, diag.Diagnostic{Severity: diag.Warning, Path: diag.Path{"sharedMemorySize"}}))
 }
