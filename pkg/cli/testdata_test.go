@@ -91,6 +91,18 @@ func TestMLBatchRefusalsAreInTheREADME(t *testing.T) {
 	}
 }
 
+// The README's "Before you submit" quotes what generator check printed in
+// the simulated cluster: the expected files of those scenarios, which make
+// e2e-cluster keeps true.
+func TestREADMEQuotesCheckAsItRuns(t *testing.T) {
+	readme := readFile(t, cases.Path(t, "README.md"))
+	for _, scenario := range []string{"readme", "researcher"} {
+		transcript := readFile(t, cases.Path(t, "testdata", "cluster", scenario, "expected.txt"))
+		_, output, _ := strings.Cut(transcript, "\n") // after "exit N"
+		require.Contains(t, readme, "```text\n"+output+"```", "README.md quotes testdata/cluster/%s/expected.txt as it is", scenario)
+	}
+}
+
 // caseLink is a Markdown link to an invalid case's folder.
 var caseLink = regexp.MustCompile(`\]\(testdata/invalid/([^/)]+)/?\)`)
 
