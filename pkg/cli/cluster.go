@@ -41,7 +41,7 @@ func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what
 	if flag := kube.Namespace(); ns != "" && flag != "" && flag != ns {
 		return nil, settings.UsageError{Err: fmt.Errorf("the settings say namespace: %s, and -n says %s; drop -n, or change namespace in the settings", ns, flag)}
 	}
-	client, err := kube.Connect(userAgent())
+	client, err := dial(kube)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +53,17 @@ func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what
 		return nil, err
 	}
 	return &target{in: loaded, values: result.Values, warnings: result.Warnings, client: client, job: job}, nil
+}
+
+// dial reads the kubeconfig for a client of the cluster; a flag that names
+// what is not there (--kubeconfig, --context) is a wrong command line.
+func dial(kube *cluster.Flags) (*cluster.Client, error) {
+	client, err := kube.Connect(userAgent())
+	var flag cluster.BadFlag
+	if errors.As(err, &flag) {
+		return nil, settings.UsageError{Err: flag}
+	}
+	return client, err
 }
 
 // check asks the cluster about the job and writes the findings to standard

@@ -55,7 +55,7 @@ cluster cannot be reached.`,
 				}
 				return showStatus(ctx, s, t.client, t.job.Ref(), output)
 			}
-			client, err := kube.Connect(userAgent())
+			client, err := dial(&kube)
 			if err != nil {
 				return err
 			}

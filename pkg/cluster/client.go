@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -65,12 +68,28 @@ func (c *Client) every() time.Duration {
 // Connect reads the kubeconfig as kubectl does and makes the clients. It does
 // not talk to the cluster yet.
 func (f *Flags) Connect(userAgent string) (*Client, error) {
-	config := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.rules, &f.overrides)
-	rest, err := config.ClientConfig()
-	if err != nil {
-		if clientcmd.IsEmptyConfig(err) {
-			return nil, Unreachable{Err: errors.New("no cluster to talk to: no kubeconfig was found (KUBECONFIG, ~/.kube/config); pass --kubeconfig FILE, or set KUBECONFIG")}
+	if path := f.rules.ExplicitPath; path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return nil, BadFlag{Err: fmt.Errorf("--kubeconfig %s: %w", path, errors.Unwrap(err))}
 		}
+	}
+	config := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.rules, &f.overrides)
+	if name := f.overrides.CurrentContext; name != "" {
+		raw, err := config.RawConfig()
+		if _, ok := raw.Contexts[name]; err == nil && !ok {
+			contexts := make([]string, 0, len(raw.Contexts))
+			for c := range raw.Contexts {
+				contexts = append(contexts, c)
+			}
+			sort.Strings(contexts)
+			return nil, BadFlag{Err: fmt.Errorf("--context %s: the kubeconfig has no such context; it has: %s", name, strings.Join(contexts, ", "))}
+		}
+	}
+	rest, err := config.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, Unreachable{Err: errors.New("no cluster to talk to: no kubeconfig was found (KUBECONFIG, ~/.kube/config); pass --kubeconfig FILE, or set KUBECONFIG")}
+	}
+	if err != nil {
 		return nil, Unreachable{Err: fmt.Errorf("reading the kubeconfig: %w", err)}
 	}
 	namespace, _, err := config.Namespace()
@@ -93,6 +112,13 @@ func (f *Flags) Connect(userAgent string) (*Client, error) {
 	}
 	return &Client{Dynamic: dyn, Discovery: disc, Namespace: namespace, Server: rest.Host}, nil
 }
+
+// BadFlag is the error for a flag that names what is not there: a
+// --kubeconfig file, a --context.
+type BadFlag struct{ Err error }
+
+func (e BadFlag) Error() string { return e.Err.Error() }
+func (e BadFlag) Unwrap() error { return e.Err }
 
 // Unreachable is the error for a cluster that cannot be asked anything: no
 // kubeconfig, an address that does not answer, credentials it refuses.
