@@ -11,7 +11,7 @@ torchwrap.manifest fails with them, or lists them for the generator.
 {{- /* torchwrap.problems: sets .found.list to the problems of every rule, in this order. */ -}}
 {{- define "torchwrap.problems" -}}
 {{- $_ := set . "found" (dict "list" list) -}}
-{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "multiNicAnnotation" "podLabels" "exitCodes" "containerNames" -}}
+{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "podAnnotations" "podLabels" "exitCodes" "containerNames" -}}
 {{- include (print "torchwrap.check." $rule) $ -}}
 {{- end -}}
 {{- end -}}
@@ -144,12 +144,20 @@ into words (torchwrap.words): no unclosed quote, no final backslash.
 {{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
 
-{{- /* torchwrap.check.multiNicAnnotation: podAnnotations do not set the network multiNicNetworkName sets. */ -}}
-{{- define "torchwrap.check.multiNicAnnotation" -}}
-{{- $v := .Values -}}
+{{- /*
+torchwrap.check.podAnnotations: podAnnotations do not set the annotations the
+generator sets (torchwrap.ownPodAnnotations: multiNicNetworkName's network,
+topology's placement).
+*/ -}}
+{{- define "torchwrap.check.podAnnotations" -}}
 {{- $problems := list -}}
-{{- if and $v.multiNicNetworkName (hasKey ($v.podAnnotations | default dict) "k8s.v1.cni.cncf.io/networks") -}}
-{{- $problems = append $problems (dict "path" "podAnnotations[\"k8s.v1.cni.cncf.io/networks\"]" "message" "is set by multiNicNetworkName; remove one of the two") -}}
+{{- with .Values.podAnnotations -}}
+{{- $own := (include "torchwrap.ownPodAnnotations" $.Values | fromJson).by -}}
+{{- range $key := keys . | sortAlpha -}}
+{{- with index $own $key -}}
+{{- $problems = append $problems (dict "path" (printf "podAnnotations[%q]" $key) "message" (printf "is set by %s; remove one of the two" .)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}

@@ -1,7 +1,8 @@
 {{- /*
 The launch: what the training container runs. The shell script of the kinds
 that run one (torchwrap.launchScript: the opening lines, the setup commands,
-then one torchrun line), quoting for it, the processes per pod, and the split
+then one torchrun line; torchwrap.torchrunScript, its options for the pods
+that find RANK, WORLD_SIZE and the master in their environment), quoting for it, the processes per pod, and the split
 of mainProgram into words for the kinds that run it without a shell.
 */ -}}
 
@@ -33,10 +34,12 @@ torchrun.extraOptions, in that order). Takes:
                 when the operator passes it in the environment)
   .endpoint     the rendezvous endpoint, as shell text
   .announce     what the script says before it starts torchrun
+  .opening      the first line, which says which pod it is (shell text); unset,
+                it reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
 */ -}}
 {{- define "torchwrap.launchScript" -}}
 {{- $v := .Values -}}
-echo "Pod ${RANK} of ${WORLD_SIZE}; master at ${MASTER_ADDR}:${MASTER_PORT}"
+{{ .opening | default `echo "Pod ${RANK} of ${WORLD_SIZE}; master at ${MASTER_ADDR}:${MASTER_PORT}"` }}
 {{- include "torchwrap.setupScript" $v }}
 {{- if $v.mainProgram }}
 {{- $torchrun := $v.torchrun | default dict }}
@@ -51,6 +54,41 @@ echo "{{ .announce }}"
 torchrun {{ join " " $options }} --rdzv_endpoint={{ .endpoint }} {{ $v.mainProgram }}
 {{- end }}
 {{ end -}}
+
+{{- /*
+torchwrap.torchrunScript: the training container's shell script in the pods
+that find RANK, WORLD_SIZE (the number of pods), MASTER_ADDR and MASTER_PORT in
+their environment: a PyTorchJob's, where the training operator sets them (as
+spec.nprocPerNode stays unset), and a JobSet's, where the generator does. torchrun starts one process per
+GPU (or torchrun.nprocPerNode) and meets the other pods:
+- static rendezvous (the default): each pod's rank is RANK;
+- c10d rendezvous (torchrun.rdzvBackend): at the master, which assigns ranks;
+- elastic (a PyTorchJob's): c10d at the endpoint the operator sets from elasticPolicy
+  (PET_RDZV_ENDPOINT), between PET_NNODES=min:max pods; torchrun reads the
+  restart count from PET_MAX_RESTARTS.
+The rest of the script is torchwrap.launchScript's.
+*/ -}}
+{{- define "torchwrap.torchrunScript" -}}
+{{- $torchrun := .torchrun | default dict -}}
+{{- $static := and (not .elastic) (ne (toString $torchrun.rdzvBackend) "c10d") -}}
+{{- $options := list -}}
+{{- $endpoint := `"${MASTER_ADDR}:${MASTER_PORT}"` -}}
+{{- $announce := "Starting torchrun on ${WORLD_SIZE} pods" -}}
+{{- if .elastic -}}
+{{- $options = list "--nnodes=${PET_NNODES}" "--rdzv_backend=c10d" -}}
+{{- $endpoint = `"${PET_RDZV_ENDPOINT}"` -}}
+{{- $announce = "Starting elastic torchrun on ${PET_NNODES} (min:max) pods" -}}
+{{- else if $static -}}
+{{- $options = list "--nnodes=${WORLD_SIZE}" "--node_rank=${RANK}" -}}
+{{- else -}}
+{{- $options = list "--nnodes=${WORLD_SIZE}" "--rdzv_backend=c10d" -}}
+{{- end -}}
+{{- if or $torchrun.nprocPerNode (gt (int .numGpusPerPod) 0) -}}
+{{- $options = append $options (printf "--nproc_per_node=%s" (include "torchwrap.processesPerPod" .)) -}}
+{{- end -}}
+{{- $options = append $options (printf "--rdzv_id=%s" (ternary "101" .jobName $static)) -}}
+{{- include "torchwrap.launchScript" (dict "Values" . "options" $options "maxRestarts" (not .elastic) "endpoint" $endpoint "announce" $announce) -}}
+{{- end -}}
 
 {{- /* torchwrap.shellQuote: a word quoted for sh, as it is. */ -}}
 {{- define "torchwrap.shellQuote" -}}

@@ -42,8 +42,8 @@ fails with them, one "path: message" a line, as Helm users see them; or, with
 {{- $object := dict -}}
 {{- if eq $v.wrapper "none" -}}
 {{- $object = $component.template -}}
-{{- if eq $v.jobKind "PyTorchJob" -}}
-{{- /* Kueue's own PyTorchJob integration reads these labels on the job. */ -}}
+{{- if has $v.jobKind (list "PyTorchJob" "JobSet" "TrainJob") -}}
+{{- /* Kueue's own integration of the kind reads these labels on the job. */ -}}
 {{- include "torchwrap.kueueLabels" (dict "Values" $v "labels" $labels) -}}
 {{- end -}}
 {{- else -}}

@@ -8,7 +8,8 @@ pod's labels. Each kind gives the container's name, command and args.
 torchwrap.podTemplate: the PodTemplateSpec shared by every replica of every job
 kind, written into the dict .out. Takes the render context as .ctx, and the
 training container's name, and its command and args when the kind sets them, as
-.containerName, .command and .args.
+.containerName, .command and .args; and .env, the variables the kind sets in the
+training container, before those of torchwrap.env.
 */ -}}
 {{- define "torchwrap.podTemplate" -}}
 {{- $v := .ctx.Values -}}
@@ -20,7 +21,7 @@ training container's name, and its command and args when the kind sets them, as
 {{- $_ := set $container "args" . -}}
 {{- end -}}
 {{- $_ := set $container "resources" (include "torchwrap.resources" $v | fromJson) -}}
-{{- with (include "torchwrap.env" $v | fromJson).env -}}
+{{- with concat (.env | default list) (include "torchwrap.env" $v | fromJson).env -}}
 {{- $_ := set $container "env" . -}}
 {{- end -}}
 {{- $envFrom := $v.envFrom | default list -}}
@@ -75,10 +76,7 @@ training container's name, and its command and args when the kind sets them, as
 {{- end -}}
 
 {{- $labels := merge (include "torchwrap.ownPodLabels" .ctx | fromJson) ($v.podLabels | default dict) -}}
-{{- $annotations := deepCopy ($v.podAnnotations | default dict) -}}
-{{- with $v.multiNicNetworkName -}}
-{{- $_ := set $annotations "k8s.v1.cni.cncf.io/networks" . -}}
-{{- end -}}
+{{- $annotations := merge (include "torchwrap.ownPodAnnotations" $v | fromJson).annotations ($v.podAnnotations | default dict) -}}
 {{- $metadata := dict -}}
 {{- with $labels -}}
 {{- $_ := set $metadata "labels" . -}}
@@ -196,6 +194,35 @@ context.
 {{- toJson $labels -}}
 {{- end -}}
 
+{{- /*
+torchwrap.ownPodAnnotations: the annotations the generator puts on every pod,
+as {"annotations": {key: value}, "by": {key: the setting that sets it}}: the
+network of multiNicNetworkName, and Kueue's topology-aware placement of
+topology. Kueue keeps each pod template (podSet) in one domain of the level; a
+job whose master and workers are pod templates of their own (a PyTorchJob's or a
+PyTorchTrainingJob's, of more than one pod) also names one podSet group, the
+jobName, so that they share the domain.
+*/ -}}
+{{- define "torchwrap.ownPodAnnotations" -}}
+{{- $annotations := dict -}}
+{{- $by := dict -}}
+{{- with .multiNicNetworkName -}}
+{{- $_ := set $annotations "k8s.v1.cni.cncf.io/networks" . -}}
+{{- $_ := set $by "k8s.v1.cni.cncf.io/networks" "multiNicNetworkName" -}}
+{{- end -}}
+{{- with .topology -}}
+{{- range $mode, $level := . -}}
+{{- $_ := set $annotations (printf "kueue.x-k8s.io/podset-%s-topology" $mode) $level -}}
+{{- $_ := set $by (printf "kueue.x-k8s.io/podset-%s-topology" $mode) "topology" -}}
+{{- end -}}
+{{- if and (has $.jobKind (list "PyTorchJob" "PyTorchTrainingJob")) (gt (int $.numPods) 1) -}}
+{{- $_ := set $annotations "kueue.x-k8s.io/podset-group-name" $.jobName -}}
+{{- $_ := set $by "kueue.x-k8s.io/podset-group-name" "topology" -}}
+{{- end -}}
+{{- end -}}
+{{- toJson (dict "annotations" $annotations "by" $by) -}}
+{{- end -}}
+
 {{- /* torchwrap.sakkara: "true" when the pods are scheduled by Sakkara. */ -}}
 {{- define "torchwrap.sakkara" -}}
 {{- and .schedulerName (eq .schedulerName "sakkara") (not .bypassCoscheduler) -}}
@@ -203,9 +230,11 @@ context.
 
 {{- /*
 torchwrap.containerName: the name of the training container, for .jobKind:
-worker in a DeepSpeedJob, as T9k's examples name it; pytorch otherwise, the
-name the PyTorchJob operator requires (and T9k's PyTorchTrainingJob uses).
+worker in a DeepSpeedJob, as T9k's examples name it; node in a TrainJob, the
+container of the training runtime that Kubeflow Trainer gives the trainer's
+settings; pytorch otherwise, the name the PyTorchJob operator requires (and
+T9k's PyTorchTrainingJob uses).
 */ -}}
 {{- define "torchwrap.containerName" -}}
-{{- ternary "worker" "pytorch" (eq .jobKind "DeepSpeedJob") -}}
+{{- get (dict "DeepSpeedJob" "worker" "TrainJob" "node") .jobKind | default "pytorch" -}}
 {{- end -}}

@@ -162,7 +162,7 @@ func TestCompletion(t *testing.T) {
 	require.Equal(t, cli.ExitOK, code)
 	require.Contains(t, out, "numGpusPerPod\t")
 	out, _, _ = generator(t, nil, "__complete", "init", "--kind", "")
-	require.Equal(t, "PyTorchJob\nPyTorchTrainingJob\nDeepSpeedJob\n:4\n", out)
+	require.Equal(t, "PyTorchJob\nJobSet\nTrainJob\nPyTorchTrainingJob\nDeepSpeedJob\n:4\n", out)
 	out, _, _ = generator(t, nil, "__complete", "render", "--output", "")
 	require.Equal(t, "yaml\njson\n:4\n", out)
 

@@ -15,9 +15,10 @@ import (
 
 // init writes, for each kind, a starter that renders as is, without a single
 // warning; testdata/init holds them for review (and for the fidelity checks
-// and make e2e, which treat them as examples).
+// and make e2e, which treat them as examples). A TrainJob's is rendered bare:
+// AppWrapper cannot wrap it.
 func TestInitWritesAStarterThatRenders(t *testing.T) {
-	for _, kind := range []string{"PyTorchJob", "PyTorchTrainingJob", "DeepSpeedJob"} {
+	for kind, object := range map[string]string{"PyTorchJob": "AppWrapper", "JobSet": "AppWrapper", "TrainJob": "TrainJob", "PyTorchTrainingJob": "AppWrapper", "DeepSpeedJob": "AppWrapper"} {
 		t.Run(kind, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "settings.yaml")
 			out, errOut, code := generator(t, nil, "init", "--kind", kind, file)
@@ -29,7 +30,7 @@ func TestInitWritesAStarterThatRenders(t *testing.T) {
 			require.Contains(t, starter, "\njobKind: "+kind+"\n")
 
 			manifest := render(t, "-f", file, "--strict")
-			require.Contains(t, manifest, "\nkind: AppWrapper\n")
+			require.Contains(t, manifest, "\nkind: "+object+"\n")
 
 			stdout, errOut, code := generator(t, nil, "init", "--kind", kind, "-")
 			require.Equal(t, cli.ExitOK, code, errOut)
@@ -50,7 +51,7 @@ func TestInitModelineNamesThePublishedEditorSchema(t *testing.T) {
 	const file = "schema/editor.schema.json"
 	want := "# yaml-language-server: $schema=https://raw.githubusercontent.com/" + repo + "/v" + chartVersion(t) + "/" + file
 	require.Equal(t, string(schema.EditorJSON), readFile(t, cases.Path(t, filepath.FromSlash(file))))
-	for _, kind := range []string{"PyTorchJob", "PyTorchTrainingJob", "DeepSpeedJob"} {
+	for _, kind := range []string{"PyTorchJob", "JobSet", "TrainJob", "PyTorchTrainingJob", "DeepSpeedJob"} {
 		out, errOut, code := generator(t, nil, "init", "--kind", kind, "-")
 		require.Equal(t, cli.ExitOK, code, errOut)
 		modeline, _, _ := strings.Cut(out, "\n")
@@ -96,7 +97,7 @@ func TestInitSchemaAndKindFlags(t *testing.T) {
 	out, errOut, code = generator(t, nil, "init", "--kind", "TFJob", "-")
 	require.Equal(t, cli.ExitUsage, code)
 	require.Empty(t, out)
-	require.Contains(t, errOut, "Error: --kind TFJob is not a job kind; use one of PyTorchJob, PyTorchTrainingJob, DeepSpeedJob\n")
+	require.Contains(t, errOut, "Error: --kind TFJob is not a job kind; use one of PyTorchJob, JobSet, TrainJob, PyTorchTrainingJob, DeepSpeedJob\n")
 }
 
 // init creates the folders of FILE when missing, and says why when it

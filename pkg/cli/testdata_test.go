@@ -129,7 +129,7 @@ func TestExamples(t *testing.T) {
 
 			out, errOut, code = generator(t, nil, "validate", "-f", file)
 			require.Equal(t, cli.ExitOK, code, errOut)
-			require.Regexp(t, `^OK: (PyTorchJob|PyTorchTrainingJob|DeepSpeedJob) [a-z0-9-]+ with [0-9]+ pod\(s\)\n$`, out)
+			require.Regexp(t, `^OK: (PyTorchJob|JobSet|TrainJob|PyTorchTrainingJob|DeepSpeedJob) [a-z0-9-]+ with [0-9]+ pod\(s\)\n$`, out)
 		})
 	}
 }
