@@ -87,7 +87,8 @@ func (fs Findings) Layers() []string {
 	return layers
 }
 
-// UpstreamCRD is a CRD file in a pinned upstream Go module, with its checksum.
+// UpstreamCRD is a CRD file in a pinned upstream Go module, with its checksum
+// (or, for TorchDistributedRuntime, another file read the same way).
 type UpstreamCRD struct {
 	Module, Path, SHA256 string
 }
@@ -117,6 +118,14 @@ var (
 		Module: "github.com/kubeflow/trainer/v2@v2.3.0",
 		Path:   "manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml",
 		SHA256: "a742cafc5b5582640c7e0b7467c024fc237256fbca5ba0a9f0531dfb66d64416",
+	}
+	// TorchDistributedRuntime, not a CRD but read the same way, is the
+	// trainer's ClusterTrainingRuntime torch-distributed (the generator's
+	// default trainingRuntime), which the simulated cluster installs.
+	TorchDistributedRuntime = UpstreamCRD{
+		Module: "github.com/kubeflow/trainer/v2@v2.3.0",
+		Path:   "manifests/base/runtimes/torch_distributed.yaml",
+		SHA256: "c4520df54615d481831d402e644dbeaf77a7a521eae87b2e80fd5f789aac5df2",
 	}
 	ClusterTrainingRuntimeCRD = UpstreamCRD{
 		Module: "github.com/kubeflow/trainer/v2@v2.3.0",
@@ -276,6 +285,15 @@ func NewChecker() (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
+	runtimeData, err := TorchDistributedRuntime.Read()
+	if err != nil {
+		return nil, err
+	}
+	runtimeName, runtime, err := parseTrainingRuntime(runtimeData)
+	if err != nil {
+		return nil, err
+	}
+	trainJobAdmission := trainJobWebhook{runtimes: map[string]trainingRuntime{runtimeName: runtime}}
 	c := &Checker{appWrapper: appWrapper, kinds: map[schema.GroupVersionKind]jobKind{
 		pytorchJob.GVK: {
 			check: func(name string, obj map[string]any) Findings {
@@ -290,13 +308,11 @@ func NewChecker() (*Checker, error) {
 			},
 			templates: jobSetTemplates,
 		},
-		// The trainer's webhook validates a TrainJob against its training
-		// runtime, through a runtime built on a client of a running cluster
-		// and the trainer's Go packages, which do not build here: the
-		// simulated cluster runs it.
 		trainJob.GVK: {
 			check: func(name string, obj map[string]any) Findings {
-				return append(crdFindings(name, trainJob.Validate(obj)), checkPodTemplates(name, obj, trainJobPatchTemplates(obj))...)
+				stored, msgs := trainJob.Admit(obj)
+				findings := append(crdFindings(name, msgs), checkPodTemplates(name, obj, trainJobPatchTemplates(obj))...)
+				return append(findings, trainJobAdmission.check(name, stored)...)
 			},
 			unwrappable: trainJobUnwrappable,
 		},

@@ -193,6 +193,43 @@ func TestBrokenTrainJobsAreCaught(t *testing.T) {
 			layers:  []string{fidelity.LayerCRD},
 			message: "RFC 1035",
 		},
+		"a PET_ variable in the trainer's env": {
+			breakIt: func(job map[string]any) {
+				trainer := job["spec"].(map[string]any)["trainer"].(map[string]any)
+				trainer["env"] = append(trainer["env"].([]any), map[string]any{"name": "PET_NODE_RANK", "value": "0"})
+			},
+			layers:  []string{fidelity.LayerJobWebhook},
+			message: `spec.trainer.env[1]: Invalid value: "PET_NODE_RANK"`,
+		},
+		"env in the node container's patch": {
+			breakIt: func(job map[string]any) {
+				patchPodSpec(job)["containers"].([]any)[0].(map[string]any)["env"] = []any{map[string]any{"name": "A", "value": "b"}}
+			},
+			layers:  []string{fidelity.LayerJobWebhook},
+			message: "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].env",
+		},
+		"a patch of a replicated job the runtime lacks": {
+			breakIt: func(job map[string]any) {
+				patch := job["spec"].(map[string]any)["runtimePatches"].([]any)[0].(map[string]any)
+				patch["trainingRuntimeSpec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["replicatedJobs"].([]any)[0].(map[string]any)["name"] = "worker"
+			},
+			layers:  []string{fidelity.LayerJobWebhook},
+			message: "runtime torch-distributed has no replicated job of this name",
+		},
+		"a patch of a container the runtime lacks": {
+			breakIt: func(job map[string]any) {
+				patchPodSpec(job)["containers"].([]any)[0].(map[string]any)["name"] = "pytorch"
+			},
+			layers:  []string{fidelity.LayerJobWebhook},
+			message: "runtime torch-distributed's job node has no container of this name",
+		},
+		"a manager that is not a domain-prefixed path": {
+			breakIt: func(job map[string]any) {
+				job["spec"].(map[string]any)["runtimePatches"].([]any)[0].(map[string]any)["manager"] = "generator"
+			},
+			layers:  []string{fidelity.LayerJobWebhook},
+			message: "spec.runtimePatches[0].manager",
+		},
 		"numNodes that is not a number": {
 			breakIt: func(job map[string]any) {
 				job["spec"].(map[string]any)["trainer"].(map[string]any)["numNodes"] = "four"
