@@ -14,6 +14,7 @@ replace github.com/torchwrap/generator => ../..
 tool helm.sh/helm/v3/cmd/helm
 
 require (
+	github.com/evanphx/json-patch/v5 v5.9.11
 	github.com/kubeflow/training-operator v1.9.4
 	github.com/project-codeflare/appwrapper v1.2.0
 	github.com/stretchr/testify v1.12.1
@@ -57,7 +58,6 @@ require (
 	github.com/distribution/reference v0.6.0 // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
 	github.com/evanphx/json-patch v5.9.11+incompatible // indirect
-	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/exponent-io/jsonpath v0.0.0-20210407135951-1de76d718b3f // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
