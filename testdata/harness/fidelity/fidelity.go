@@ -410,17 +410,16 @@ func (c *Checker) checkAppWrapper(aw map[string]any) Findings {
 			findings = append(findings, Finding{Layer: LayerAppWrapperWebhook, Object: where, Message: fmt.Sprintf("namespace %q differs from the AppWrapper's %q", ns, namespace)})
 		}
 		kind, ok := c.kinds[gvk]
-		if ok && kind.unwrappable != "" {
-			findings = append(findings, kind.check(gvk.Kind+"/"+nameOf(obj), obj)...)
-			findings = append(findings, Finding{Layer: LayerPodSets, Object: where, Message: kind.unwrappable})
-			counted = false
-			continue
-		}
 		if ok {
 			findings = append(findings, kind.check(gvk.Kind+"/"+nameOf(obj), obj)...)
 			findings = append(findings, checkPodTemplates(where, obj, kind.templatePaths(obj))...)
 		} else {
 			findings = append(findings, Finding{Layer: LayerManifest, Object: where, Message: "wraps a kind the generator does not render"})
+		}
+		if kind.unwrappable != "" {
+			findings = append(findings, Finding{Layer: LayerPodSets, Object: where, Message: kind.unwrappable})
+			counted = false
+			continue
 		}
 		podSetFindings, count := c.checkPodSets(where, obj, comp.DeclaredPodSets)
 		findings = append(findings, podSetFindings...)
