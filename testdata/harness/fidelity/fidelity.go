@@ -87,14 +87,17 @@ func (fs Findings) Layers() []string {
 	return layers
 }
 
-// UpstreamCRD is a CRD file in a pinned upstream Go module, with its checksum.
+// UpstreamCRD is a CRD file in a pinned upstream Go module, with its checksum
+// (or, for TorchDistributedRuntime, another file read the same way).
 type UpstreamCRD struct {
 	Module, Path, SHA256 string
 }
 
 // The upstream CRDs. The PyTorchJob CRD left kubeflow/trainer's main branch
 // with the training operator v1; v1.9.4, of the release-1.9 branch, is the
-// newest release that has it.
+// newest release that has it. Trainer v2 (module github.com/kubeflow/trainer/v2)
+// serves TrainJob and ClusterTrainingRuntime, whose CRD the simulated cluster
+// installs.
 var (
 	AppWrapperCRD = UpstreamCRD{
 		Module: "github.com/project-codeflare/appwrapper@v1.2.0",
@@ -106,7 +109,33 @@ var (
 		Path:   "manifests/base/crds/kubeflow.org_pytorchjobs.yaml",
 		SHA256: "8b8a8a719cc94173169290251e817f7ac2bb425c20b6c2fa813397bcf4e932ed",
 	}
+	JobSetCRD = UpstreamCRD{
+		Module: "sigs.k8s.io/jobset@v0.12.0",
+		Path:   "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml",
+		SHA256: "d022b87624512cf0b6741b31b24a2bea9945b5a838b50713af29332c878bb6fe",
+	}
+	TrainJobCRD = UpstreamCRD{
+		Module: "github.com/kubeflow/trainer/v2@v2.3.0",
+		Path:   "manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml",
+		SHA256: "a742cafc5b5582640c7e0b7467c024fc237256fbca5ba0a9f0531dfb66d64416",
+	}
+	// TorchDistributedRuntime, not a CRD but read the same way, is the
+	// trainer's ClusterTrainingRuntime torch-distributed (the generator's
+	// default trainingRuntime), which the simulated cluster installs.
+	TorchDistributedRuntime = UpstreamCRD{
+		Module: "github.com/kubeflow/trainer/v2@v2.3.0",
+		Path:   "manifests/base/runtimes/torch_distributed.yaml",
+		SHA256: "c4520df54615d481831d402e644dbeaf77a7a521eae87b2e80fd5f789aac5df2",
+	}
+	ClusterTrainingRuntimeCRD = UpstreamCRD{
+		Module: "github.com/kubeflow/trainer/v2@v2.3.0",
+		Path:   "manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml",
+		SHA256: "ec84dc3388fcdbe8c61d3c247a773d14458dd9438e995bea8e50d2a18080eef9",
+	}
 )
+
+// UpstreamCRDs lists every upstream CRD, in the order above.
+var UpstreamCRDs = []UpstreamCRD{AppWrapperCRD, PyTorchJobCRD, JobSetCRD, TrainJobCRD, ClusterTrainingRuntimeCRD}
 
 // Read returns the CRD file from the Go module cache, downloading the module
 // through the module proxy when it is not there yet, and checks its checksum.
@@ -181,26 +210,34 @@ func ParseCRD(data []byte) (*CRD, error) {
 // objects) are errors, then defaults apply and the CRD's schema, metadata
 // rules and CEL rules are checked. obj is not modified.
 func (c *CRD) Validate(obj map[string]any) []string {
+	_, msgs := c.Admit(obj)
+	return msgs
+}
+
+// Admit validates obj as Validate does and returns it as the API server hands
+// it to admission webhooks: in the default namespace when it has none, with
+// unknown fields pruned and the CRD's defaults applied.
+func (c *CRD) Admit(obj map[string]any) (map[string]any, []string) {
 	u := &unstructured.Unstructured{Object: normalize(obj)}
 	if u.GetNamespace() == "" {
 		u.SetNamespace(defaultNamespace)
 	}
 	_, _, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
 	if err != nil {
-		return []string{err.Error()}
+		return u.Object, []string{err.Error()}
 	}
 	unknown = append(unknown, structuralpruning.PruneWithOptions(u.Object, c.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, c.structural)
 	coerceErr, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, c.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
 	if coerceErr != nil {
-		return []string{coerceErr.Error()}
+		return u.Object, []string{coerceErr.Error()}
 	}
 	var msgs []string
 	for _, p := range append(unknown, paths...) {
 		msgs = append(msgs, fmt.Sprintf("unknown field %q", p))
 	}
 	structuraldefaulting.Default(u.Object, c.structural)
-	return append(msgs, c.validate(context.Background(), u)...)
+	return u.Object, append(msgs, c.validate(context.Background(), u)...)
 }
 
 // Checker checks manifests against every layer.
@@ -209,13 +246,16 @@ type Checker struct {
 	kinds      map[schema.GroupVersionKind]jobKind
 }
 
-// jobKind is what the checker knows of a kind of job an AppWrapper may wrap.
+// jobKind is what the checker knows of a kind of job the generator renders.
 type jobKind struct {
 	// check runs the kind's CRD and admission webhook on one object.
 	check func(name string, obj map[string]any) Findings
 	// templates lists the object's pod templates, found without AppWrapper's
 	// help: every one must be a podSet, with its exact replica count.
 	templates func(obj map[string]any) []podTemplate
+	// unwrappable says why an AppWrapper cannot wrap the kind; empty when it
+	// can.
+	unwrappable string
 }
 
 type podTemplate struct {
@@ -233,12 +273,48 @@ func NewChecker() (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
+	jobSet, err := readCRD(JobSetCRD)
+	if err != nil {
+		return nil, err
+	}
+	jobSetAdmission, err := newJobSetWebhook()
+	if err != nil {
+		return nil, err
+	}
+	trainJob, err := readCRD(TrainJobCRD)
+	if err != nil {
+		return nil, err
+	}
+	runtimeData, err := TorchDistributedRuntime.Read()
+	if err != nil {
+		return nil, err
+	}
+	runtimeName, runtime, err := parseTrainingRuntime(runtimeData)
+	if err != nil {
+		return nil, err
+	}
+	trainJobAdmission := trainJobWebhook{runtimes: map[string]trainingRuntime{runtimeName: runtime}}
 	c := &Checker{appWrapper: appWrapper, kinds: map[schema.GroupVersionKind]jobKind{
 		pytorchJob.GVK: {
 			check: func(name string, obj map[string]any) Findings {
 				return append(crdFindings(name, pytorchJob.Validate(obj)), pyTorchJobWebhook(name, obj)...)
 			},
 			templates: pyTorchJobTemplates,
+		},
+		jobSet.GVK: {
+			check: func(name string, obj map[string]any) Findings {
+				stored, msgs := jobSet.Admit(obj)
+				return append(crdFindings(name, msgs), jobSetAdmission.check(name, stored)...)
+			},
+			templates: jobSetTemplates,
+		},
+		trainJob.GVK: {
+			check: func(name string, obj map[string]any) Findings {
+				stored, msgs := trainJob.Admit(obj)
+				findings := append(crdFindings(name, msgs), checkPodTemplates(name, obj, trainJobPatchTemplates(obj))...)
+				return append(findings, trainJobAdmission.check(name, stored)...)
+			},
+			unwrappable: trainJobUnwrappable,
 		},
 	}}
 	t9kCRDs, err := T9kCRDs()
@@ -294,7 +370,7 @@ func (c *Checker) CheckObject(obj map[string]any) Findings {
 	if !ok {
 		return Findings{{Layer: LayerManifest, Object: name, Message: "not a kind the generator renders"}}
 	}
-	return append(kind.check(name, obj), checkPodTemplates(name, obj, kind)...)
+	return append(kind.check(name, obj), checkPodTemplates(name, obj, kind.templatePaths(obj))...)
 }
 
 // Wrapped returns the wrapped objects of an AppWrapper, in component order:
@@ -333,11 +409,17 @@ func (c *Checker) checkAppWrapper(aw map[string]any) Findings {
 		if ns := (&unstructured.Unstructured{Object: obj}).GetNamespace(); ns != "" && ns != namespace {
 			findings = append(findings, Finding{Layer: LayerAppWrapperWebhook, Object: where, Message: fmt.Sprintf("namespace %q differs from the AppWrapper's %q", ns, namespace)})
 		}
-		if kind, ok := c.kinds[gvk]; ok {
+		kind, ok := c.kinds[gvk]
+		if ok {
 			findings = append(findings, kind.check(gvk.Kind+"/"+nameOf(obj), obj)...)
-			findings = append(findings, checkPodTemplates(where, obj, kind)...)
+			findings = append(findings, checkPodTemplates(where, obj, kind.templatePaths(obj))...)
 		} else {
 			findings = append(findings, Finding{Layer: LayerManifest, Object: where, Message: "wraps a kind the generator does not render"})
+		}
+		if kind.unwrappable != "" {
+			findings = append(findings, Finding{Layer: LayerPodSets, Object: where, Message: kind.unwrappable})
+			counted = false
+			continue
 		}
 		podSetFindings, count := c.checkPodSets(where, obj, comp.DeclaredPodSets)
 		findings = append(findings, podSetFindings...)
@@ -395,17 +477,31 @@ func (c *Checker) checkPodSets(where string, obj map[string]any, declared []awv1
 	return findings, count
 }
 
-// checkPodTemplates decodes every pod template of a job strictly as core/v1.
-func checkPodTemplates(where string, obj map[string]any, kind jobKind) Findings {
+// templatePaths lists the paths of the pod templates of obj, a job of this
+// kind: none for a kind without templates.
+func (k jobKind) templatePaths(obj map[string]any) []string {
+	if k.templates == nil {
+		return nil
+	}
+	var paths []string
+	for _, t := range k.templates(obj) {
+		paths = append(paths, t.path)
+	}
+	return paths
+}
+
+// checkPodTemplates decodes the pod templates of a job at paths (AppWrapper
+// podSet path syntax) strictly as core/v1.
+func checkPodTemplates(where string, obj map[string]any, paths []string) Findings {
 	var findings Findings
-	for _, t := range kind.templates(obj) {
-		raw, err := awutils.GetRawTemplate(obj, t.path)
+	for _, path := range paths {
+		raw, err := awutils.GetRawTemplate(obj, path)
 		if err == nil {
 			var template corev1.PodTemplateSpec
 			err = strictJSON(raw, &template)
 		}
 		if err != nil {
-			findings = append(findings, Finding{Layer: LayerPodSpec, Object: where, Message: fmt.Sprintf("%s: %v", t.path, err)})
+			findings = append(findings, Finding{Layer: LayerPodSpec, Object: where, Message: fmt.Sprintf("%s: %v", path, err)})
 		}
 	}
 	return findings
@@ -420,11 +516,7 @@ func pyTorchJobTemplates(obj map[string]any) []podTemplate {
 		if !ok {
 			continue
 		}
-		replicas, found, err := unstructured.NestedInt64(spec, "replicas")
-		if !found || err != nil {
-			replicas = 1
-		}
-		templates = append(templates, podTemplate{path: "template.spec.pytorchReplicaSpecs." + replicaType + ".template", replicas: replicas})
+		templates = append(templates, podTemplate{path: "template.spec.pytorchReplicaSpecs." + replicaType + ".template", replicas: intOr(spec, 1, "replicas")})
 	}
 	return templates
 }
@@ -432,22 +524,15 @@ func pyTorchJobTemplates(obj map[string]any) []podTemplate {
 // t9kTemplates lists the pod templates of a T9k job: each entry of a
 // PyTorchTrainingJob's replicaSpecs, in order, or a DeepSpeedJob's worker.
 func t9kTemplates(obj map[string]any) []podTemplate {
-	replicas := func(spec map[string]any) int64 {
-		n, found, err := unstructured.NestedInt64(spec, "replicas")
-		if !found || err != nil {
-			return 1 // T9k's default
-		}
-		return n
-	}
 	var templates []podTemplate
 	specs, _, _ := unstructured.NestedSlice(obj, "spec", "replicaSpecs")
 	for i, s := range specs {
 		if spec, ok := s.(map[string]any); ok {
-			templates = append(templates, podTemplate{path: fmt.Sprintf("template.spec.replicaSpecs[%d].template", i), replicas: replicas(spec)})
+			templates = append(templates, podTemplate{path: fmt.Sprintf("template.spec.replicaSpecs[%d].template", i), replicas: intOr(spec, 1, "replicas")})
 		}
 	}
 	if worker, found, _ := unstructured.NestedMap(obj, "spec", "worker"); found {
-		templates = append(templates, podTemplate{path: "template.spec.worker.template", replicas: replicas(worker)})
+		templates = append(templates, podTemplate{path: "template.spec.worker.template", replicas: intOr(worker, 1, "replicas")})
 	}
 	return templates
 }
@@ -466,6 +551,16 @@ func pyTorchJobWebhook(name string, obj map[string]any) Findings {
 		return Findings{{Layer: LayerJobWebhook, Object: name, Message: err.Error()}}
 	}
 	return nil
+}
+
+// intOr returns the integer at fields of obj, or fallback when there is none
+// (or not an integer: the CRD layer says so).
+func intOr(obj map[string]any, fallback int64, fields ...string) int64 {
+	n, found, err := unstructured.NestedInt64(obj, fields...)
+	if !found || err != nil {
+		return fallback
+	}
+	return n
 }
 
 func crdFindings(object string, msgs []string) Findings {

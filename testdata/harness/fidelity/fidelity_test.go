@@ -232,7 +232,7 @@ func TestT9kSchemaRefusesMistakes(t *testing.T) {
 }
 
 func TestUpstreamCRDsAreThePinnedOnes(t *testing.T) {
-	for _, crd := range []fidelity.UpstreamCRD{fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD} {
+	for _, crd := range fidelity.UpstreamCRDs {
 		data, err := crd.Read() // checks the sha256
 		require.NoError(t, err)
 		parsed, err := fidelity.ParseCRD(data)
