@@ -41,6 +41,7 @@ var unseenByEditors = map[string]string{
 	"limitgpus-differs":             "a chart check: compares two values",
 	"mainprogram-open-quote":        "a chart check: splits mainProgram into words as a shell would",
 	"podannotations-network-clash":  "a chart check: an annotation that multiNicNetworkName sets",
+	"podannotations-topology-clash": "a chart check: annotations that topology sets",
 	"podlabels-clash":               "a chart check: labels the generator sets",
 	"tolerations-rules":             "a chart check: the fields of a toleration together",
 	"volumes-duplicate-names":       "a chart check: names unique across list items",
@@ -59,6 +60,7 @@ var underlinedElsewhere = map[string]struct {
 	"mainprogram-list":            {4, "the editor underlines the list, the generator the key that holds it"},
 	"setupcommands-block-mapping": {4, "the editor underlines the mapping, the generator the key that holds it"},
 	"tensorboard-both-forms":      {6, "the editor underlines the mapping, the generator the key that holds it"},
+	"topology-both":               {4, "the editor underlines the mapping, the generator the key that holds it"},
 	"yaml-syntax-error":           {5, "the editor's YAML parser reports the error at the item indented less, the generator's on the line before"},
 }
 
