@@ -32,6 +32,7 @@ var (
 	storageClasses  = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}
 	networks        = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
 	accessReviews   = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
+	runtimes        = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "clustertrainingruntimes"}
 )
 
 // operators name what serves a group of job kinds, for the fix when the
@@ -41,6 +42,8 @@ var operators = map[string]string{
 	"kubeflow.org":           "the Kubeflow training operator",
 	"batch.tensorstack.dev":  "T9k's job controller",
 	"kueue.x-k8s.io":         "Kueue",
+	"jobset.x-k8s.io":        "the JobSet controller",
+	"trainer.kubeflow.org":   "Kubeflow Trainer",
 }
 
 // Check asks the cluster whether the job can run there, every question at
@@ -255,6 +258,11 @@ func (k *checker) references() []reference {
 	if name := text(v, "priority"); name != "" {
 		add(reference{path: diag.Path{"priority"}, kind: "PriorityClass", gvr: priorityClasses, name: name,
 			fix: "or set priority: null to leave priorityClassName out", skip: func(n string) bool { return strings.HasPrefix(n, "system-") }})
+	}
+	if obj := k.job.Object; obj.GetKind() == "TrainJob" {
+		if name, _, _ := unstructured.NestedString(obj.Object, "spec", "runtimeRef", "name"); name != "" {
+			add(reference{path: diag.Path{"trainingRuntime"}, kind: "ClusterTrainingRuntime", gvr: runtimes, name: name})
+		}
 	}
 	if name := k.job.Object.GetLabels()[PriorityClassLabel]; name != "" {
 		add(reference{path: diag.Path{"workloadPriorityClass"}, kind: "WorkloadPriorityClass", gvr: workloadClasses, name: name,
@@ -483,16 +491,24 @@ func suspended(obj *unstructured.Unstructured) bool {
 	return s
 }
 
-// unmanaged reports a job that Kueue's webhook did not suspend.
+// unmanaged reports a job that Kueue's webhook did not suspend. Kueue names
+// its integrations group/kind: kubeflow.org/pytorchjob.
 func (k *checker) unmanaged(obj *unstructured.Unstructured) {
-	kind := obj.GetKind()
-	if kind == "PyTorchJob" {
-		k.add(diag.Error, diag.Path{"wrapper"}, "Kueue does not manage PyTorchJobs on this cluster (its kubeflow.org/pytorchjob integration is off, the default since Kueue v0.19): "+
-			"the job would start at once, outside every queue and quota, and queueName would do nothing; set wrapper: AppWrapper, or ask an administrator to turn the integration on")
-		return
+	gvk := obj.GroupVersionKind()
+	integration := gvk.Group + "/" + strings.ToLower(gvk.Kind)
+	msg := fmt.Sprintf("Kueue does not manage %s on this cluster (its %s integration is off", plural(gvk.Kind), integration)
+	if gvk.Kind == "PyTorchJob" {
+		msg += ", the default since Kueue v0.19"
 	}
-	k.add(diag.Error, diag.Path{"queueName"}, "Kueue does not manage %s on this cluster (no webhook suspended it): the job would start at once, outside every queue and quota; ask an administrator to turn on Kueue's integration for %s",
-		plural(kind), obj.GroupVersionKind().GroupKind())
+	msg += "): the job would start at once, outside every queue and quota, and queueName would do nothing; "
+	switch gvk.Kind {
+	case "AppWrapper":
+		k.add(diag.Error, diag.Path{"queueName"}, "%sask an administrator to turn the integration on", msg)
+	case "TrainJob":
+		k.add(diag.Error, diag.Path{"jobKind"}, "%sask an administrator to turn the integration on, or use jobKind JobSet in an AppWrapper", msg)
+	default:
+		k.add(diag.Error, diag.Path{"wrapper"}, "%sset wrapper: AppWrapper, or ask an administrator to turn the integration on", msg)
+	}
 }
 
 // isWebhookDenial tells an admission webhook's refusal (403 too) from RBAC's.

@@ -48,6 +48,8 @@ var resources = map[string]map[string]string{
 	"workload.codeflare.dev/v1beta2": {"appwrappers": "AppWrapper"},
 	"kubeflow.org/v1":                {"pytorchjobs": "PyTorchJob"},
 	"batch.tensorstack.dev/v1beta1":  {"pytorchtrainingjobs": "PyTorchTrainingJob", "deepspeedjobs": "DeepSpeedJob"},
+	"jobset.x-k8s.io/v1alpha2":       {"jobsets": "JobSet"},
+	"trainer.kubeflow.org/v1alpha1":  {"trainjobs": "TrainJob", "clustertrainingruntimes": "ClusterTrainingRuntime"},
 	"k8s.cni.cncf.io/v1":             {"network-attachment-definitions": "NetworkAttachmentDefinition"},
 }
 
@@ -125,7 +127,7 @@ func (f fakeCluster) client(t *testing.T) *Client {
 		require.NoError(t, unstructured.SetNestedField(review.Object, !f.denied, "status", "allowed"))
 		return true, review, nil
 	})
-	for _, resource := range []string{"appwrappers", "pytorchjobs"} {
+	for _, resource := range []string{"appwrappers", "pytorchjobs", "jobsets", "trainjobs"} {
 		dyn.PrependReactor("create", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
 			obj := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
 			if obj.GetLabels()[QueueLabel] != "" && !f.unmanaged {
@@ -409,4 +411,31 @@ func TestAnswersTheRendersGuessAboutThePriority(t *testing.T) {
 	require.True(t, Answers(diag.List{{Path: diag.Path{"priority"}, Message: "no PriorityClass"}}, guess))
 	require.False(t, Answers(diag.List{{Severity: diag.Unchecked, Path: diag.Path{"priority"}}}, guess), "the cluster would not say")
 	require.False(t, Answers(nil, diag.Diagnostic{Severity: diag.Warning, Path: diag.Path{"sharedMemorySize"}}))
+}
+
+func TestCheckAJobSetAgainstTheQuota(t *testing.T) {
+	// A bare JobSet's pods are counted from its replicated job: numPods
+	// pods of 8 GPUs, more than cluster-queue's 32.
+	require.Equal(t, []string{
+		`settings.yaml:4:16: numGpusPerPod: the job requests 48 nvidia.com/gpu in all (6 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
+	}, check(t, fakeCluster{}, strings.Replace(helloworld, "numPods: 2", "numPods: 6", 1)+"jobKind: JobSet\nwrapper: none\n"))
+	require.Equal(t, []string{
+		`settings.yaml:7:10: wrapper: Kueue does not manage JobSets on this cluster (its jobset.x-k8s.io/jobset integration is off): the job would start at once, outside every queue and quota, and queueName would do nothing; set wrapper: AppWrapper, or ask an administrator to turn the integration on`,
+	}, check(t, fakeCluster{unmanaged: true}, helloworld+"jobKind: JobSet\nwrapper: none\n"))
+}
+
+func TestCheckATrainJob(t *testing.T) {
+	trainJob := helloworld + "jobKind: TrainJob\nwrapper: none\npriority: null\n"
+	runtime := `
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata: {name: torch-distributed}
+`
+	require.Empty(t, check(t, fakeCluster{objects: runtime}, trainJob))
+	require.Equal(t, []string{
+		`settings.yaml:1:1: trainingRuntime: no ClusterTrainingRuntime "torch-distributed" on this cluster (there are none); create it first, or name one that exists`,
+	}, check(t, fakeCluster{}, trainJob))
+	require.Equal(t, []string{
+		`settings.yaml:4:16: numGpusPerPod: the job requests 64 nvidia.com/gpu in all (8 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
+	}, check(t, fakeCluster{objects: runtime}, strings.Replace(trainJob, "numPods: 2", "numPods: 8", 1)))
 }

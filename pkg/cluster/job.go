@@ -88,7 +88,7 @@ func JobOf(object *unstructured.Unstructured) (*Job, error) {
 			if err != nil {
 				return nil, fmt.Errorf("component %d, podSet %d: %w", i, j, err)
 			}
-			job.PodSets = append(job.PodSets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: replicas(ps), Pod: pod})
+			job.PodSets = append(job.PodSets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: number(ps, "replicas"), Pod: pod})
 		}
 	}
 	return job, nil
@@ -99,35 +99,60 @@ func (j *Job) Resource(served map[string]schema.GroupVersionResource) schema.Gro
 	return served[j.Object.GetKind()]
 }
 
-// inferPodSets gives the podSets of a job that declares none: a PyTorchJob's
-// replica types, in the order Kueue takes them (by name).
+// inferPodSets gives the podSets of a job that declares none, as Kueue
+// counts them: a PyTorchJob's replica types (by name), a JobSet's
+// replicated jobs (replicas × pods of each Job), a TrainJob's nodes (its
+// trainer's numNodes pods, each asking resourcesPerNode: the Trainer builds
+// the pods from the runtime, whose other containers this leaves out).
 func inferPodSets(obj map[string]any) ([]PodSet, error) {
-	if kind, _ := obj["kind"].(string); kind != "PyTorchJob" {
-		return nil, nil
-	}
-	specs, _, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs")
-	names := make([]string, 0, len(specs))
-	for name := range specs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	kind, _ := obj["kind"].(string)
 	var sets []PodSet
-	for _, name := range names {
-		spec, _ := specs[name].(map[string]any)
-		pod, err := podSpecAt(spec, "template")
-		if err != nil {
-			return nil, fmt.Errorf("pytorchReplicaSpecs.%s: %w", name, err)
+	switch kind {
+	case "PyTorchJob":
+		specs, _, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs")
+		names := make([]string, 0, len(specs))
+		for name := range specs {
+			names = append(names, name)
 		}
-		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: replicas(spec), Pod: pod})
+		sort.Strings(names)
+		for _, name := range names {
+			spec, _ := specs[name].(map[string]any)
+			pod, err := podSpecAt(spec, "template")
+			if err != nil {
+				return nil, fmt.Errorf("pytorchReplicaSpecs.%s: %w", name, err)
+			}
+			sets = append(sets, PodSet{Name: strings.ToLower(name), Count: number(spec, "replicas"), Pod: pod})
+		}
+	case "JobSet":
+		jobs, _, _ := unstructured.NestedSlice(obj, "spec", "replicatedJobs")
+		for i, j := range jobs {
+			job, _ := j.(map[string]any)
+			spec, _, _ := unstructured.NestedMap(job, "template", "spec")
+			pod, err := podSpecAt(job, "template.spec.template")
+			if err != nil {
+				return nil, fmt.Errorf("replicatedJobs[%d]: %w", i, err)
+			}
+			name, _ := job["name"].(string)
+			pods := min(number(spec, "parallelism"), number(spec, "completions"))
+			sets = append(sets, PodSet{Name: name, Count: number(job, "replicas") * pods, Pod: pod})
+		}
+	case "TrainJob":
+		trainer, _, _ := unstructured.NestedMap(obj, "spec", "trainer")
+		resources, _ := trainer["resourcesPerNode"].(map[string]any)
+		var node corev1.Container
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(resources, &node.Resources); err != nil {
+			return nil, fmt.Errorf("spec.trainer.resourcesPerNode: %w", err)
+		}
+		sets = append(sets, PodSet{Name: "node", Count: number(trainer, "numNodes"), Pod: corev1.PodSpec{Containers: []corev1.Container{node}}})
 	}
 	return sets, nil
 }
 
-// replicas is the replica count of a podSet or a replica spec: 1 when it
-// gives none. A rendered manifest holds numbers as float64, an object read
-// from the cluster as int64.
-func replicas(spec map[string]any) int64 {
-	switch n := spec["replicas"].(type) {
+// number is a count in an object, 1 when it gives none (as replicas,
+// parallelism and numNodes default). A rendered manifest holds numbers as
+// float64, an object read from the cluster as int64.
+func number(m map[string]any, key string) int64 {
+	switch n := m[key].(type) {
 	case float64:
 		return int64(n)
 	case int64:

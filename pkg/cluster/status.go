@@ -457,11 +457,11 @@ func expectedPods(obj *unstructured.Unstructured) int64 {
 		specs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "replicaSpecs")
 		for _, spec := range specs {
 			m, _ := spec.(map[string]any)
-			n += replicas(m)
+			n += number(m, "replicas")
 		}
 	case "DeepSpeedJob":
 		worker, _, _ := unstructured.NestedMap(obj.Object, "spec", "worker")
-		n = replicas(worker)
+		n = number(worker, "replicas")
 	default:
 		if job, err := JobOf(obj); err == nil {
 			n = job.Pods()
