@@ -33,6 +33,8 @@ func TestTestOnlyModulesStayOutOfTheBinary(t *testing.T) {
 			"k8s.io/apiextensions-apiserver/pkg/apiserver", // Helm uses only its API types
 			"k8s.io/apiextensions-apiserver/pkg/registry",
 			"sigs.k8s.io/controller-runtime",
+			"sigs.k8s.io/jobset",
+			"github.com/kubeflow/trainer",
 			"github.com/stretchr/testify",
 			"github.com/rogpeppe/go-internal",
 			"golang.org/x/mod",
