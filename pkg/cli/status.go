@@ -27,8 +27,8 @@ ClusterQueue and Kueue Workload, and what keeps its pods from starting.
 
 Name the job, or give its settings as to submit: status NAME looks in the
 namespace of -n (else your context's) for an AppWrapper of that name, then a
-PyTorchJob, PyTorchTrainingJob or DeepSpeedJob submitted alone. -o json writes
-the same as one JSON object.
+TrainJob, then a PyTorchJob, JobSet, PyTorchTrainingJob or DeepSpeedJob
+submitted alone. -o json writes the same as one JSON object.
 
 Exit codes: 0 when the status was shown, whatever it is, 1 when there is no
 such job or the settings are invalid, 2 for a wrong command line, 3 when the

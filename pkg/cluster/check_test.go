@@ -24,10 +24,10 @@ import (
 )
 
 // fakeCluster is a cluster of client-go's fake clients, with the APIs of a
-// cluster with Kueue, AppWrapper, the training operator and Multus, and the
-// objects of objects (YAML documents). Kueue's webhook is played by a
-// reactor that suspends what is created with a queue label, unless
-// unmanaged; the access review answers allowed, unless denied.
+// cluster with Kueue, AppWrapper, the training operator, JobSet, Kubeflow
+// Trainer and Multus, and the objects of objects (YAML documents). Kueue's
+// webhook is played by a reactor that suspends what is created with a queue
+// label, unless unmanaged; the access review answers allowed, unless denied.
 type fakeCluster struct {
 	objects   string
 	unmanaged bool

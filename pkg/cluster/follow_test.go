@@ -14,13 +14,14 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 )
 
-// timeline plays a job's life: each reading of the AppWrapper demo moves
-// the cluster to the next of steps (the AppWrapper's status, and its pods),
-// and stays at the last.
-func timeline(t *testing.T, steps ...[]string) func(*dynamicfake.FakeDynamicClient) {
+// timeline plays a job's life: each reading of the job demo (job, of a
+// status) moves the cluster to the next of steps (the job's status, and its
+// pods), and stays at the last.
+func timeline(t *testing.T, job func(status string) string, steps ...[]string) func(*dynamicfake.FakeDynamicClient) {
+	resource := Ref{Kind: object(t, job("{}")).GetKind()}.resource()
 	return func(dyn *dynamicfake.FakeDynamicClient) {
 		next := 0
-		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
+		dyn.PrependReactor("get", resource.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
 			step := steps[min(next, len(steps)-1)]
 			next++
 			tracker := dyn.Tracker()
@@ -29,7 +30,7 @@ func timeline(t *testing.T, steps ...[]string) func(*dynamicfake.FakeDynamicClie
 			for _, item := range list.(*unstructured.UnstructuredList).Items {
 				require.NoError(t, tracker.Delete(pods, "ml", item.GetName()))
 			}
-			require.NoError(t, tracker.Update(appWrappers, object(t, appWrapper(step[0])), "ml"))
+			require.NoError(t, tracker.Update(resource, object(t, job(step[0])), "ml"))
 			for _, p := range step[1:] {
 				require.NoError(t, tracker.Create(pods, object(t, p), "ml"))
 			}
@@ -40,7 +41,7 @@ func timeline(t *testing.T, steps ...[]string) func(*dynamicfake.FakeDynamicClie
 
 func TestFollowUntilItFails(t *testing.T) {
 	failedPod := pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 2, reason: Error}}}]}`)
-	client := cluster(t, timeline(t,
+	client := cluster(t, timeline(t, appWrapper,
 		[]string{"{phase: Suspended}"},
 		[]string{"{phase: Suspended}"},
 		[]string{"{phase: Running}", pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, "{phase: Pending}")},
@@ -94,7 +95,7 @@ func TestFollowSeesAPodThatFailsBetweenReadings(t *testing.T) {
 }
 
 func TestFollowUntilItSucceeds(t *testing.T) {
-	client := cluster(t, timeline(t,
+	client := cluster(t, timeline(t, appWrapper,
 		[]string{"{phase: Running, conditions: [{type: PodsReady, status: 'True'}]}", pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, readyPod)},
 		[]string{"{phase: Succeeded}", pod("demo-master-0", awPods, "{phase: Succeeded}"), pod("demo-worker-0", awPods, "{phase: Succeeded}")},
 	), appWrapper("{}"))
@@ -151,4 +152,52 @@ func TestFollowThroughShortOutages(t *testing.T) {
 			require.Equal(t, Succeeded, last.State)
 		}
 	}
+}
+
+func TestFollowABareJobSet(t *testing.T) {
+	client := cluster(t, timeline(t, func(status string) string { return jobSet(false, status) },
+		[]string{jobSetSuspended},
+		[]string{jobSetResumed, pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, "{phase: Pending}")},
+		[]string{jobSetResumed, pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, readyPod)},
+		[]string{"{conditions: [{type: Completed, status: 'True', reason: AllJobsCompleted}]}",
+			pod("demo-node-0-0", jobSetPods, "{phase: Succeeded}"), pod("demo-node-0-1", jobSetPods, "{phase: Succeeded}")},
+	), jobSet(true, "{}"))
+	client.Poll = time.Millisecond
+	var lines []string
+	last, err := client.Follow(context.Background(), Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"}, func(s Status) {
+		lines = append(lines, s.Line())
+	})
+	require.NoError(t, err)
+	require.Equal(t, Succeeded, last.State)
+	require.Equal(t, []string{
+		"JobSet demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
+		"JobSet demo: Admitted, pods ready 1/2",
+		"JobSet demo: Running, pods ready 2/2",
+		"JobSet demo: Succeeded, pods succeeded 2/2",
+	}, lines)
+}
+
+// A TrainJob's pods are watched by its JobSet's label: one that fails and
+// is deleted between two readings is seen all the same.
+func TestFollowATrainJobWhosePodFailsBetweenReadings(t *testing.T) {
+	failedPod := pod("demo-node-0-1", jobSetPods, `{phase: Failed, containerStatuses: [{name: node, state: {terminated: {exitCode: 3, reason: Error}}}]}`)
+	failed := `{conditions: [{type: Failed, status: 'True', reason: FailedJobs, message: "jobset failed due to one or more job failures (first failed job: demo-node-0)"}]}`
+	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		readings := 0
+		dyn.PrependReactor("get", "trainjobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+			tracker := dyn.Tracker()
+			switch readings++; readings {
+			case 2:
+				require.NoError(t, tracker.Create(pods, object(t, failedPod), "ml"))
+				require.NoError(t, tracker.Delete(pods, "ml", "demo-node-0-1"))
+			case 3:
+				require.NoError(t, tracker.Update(trainJobs, object(t, trainJob(false, failed)), "ml"))
+			}
+			return false, nil, nil
+		})
+	}, trainJob(false, "{}"))
+	client.Poll = 100 * time.Millisecond
+	last, err := client.Follow(context.Background(), Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"}, func(Status) {})
+	require.NoError(t, err)
+	require.Equal(t, "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-1, container node, exit code 3 (Error)", last.Line())
 }

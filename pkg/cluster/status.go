@@ -21,6 +21,8 @@ var (
 	pyTorchJobs   = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
 	trainingJobs  = schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "pytorchtrainingjobs"}
 	deepSpeedJobs = schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "deepspeedjobs"}
+	jobSets       = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
+	trainJobs     = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"}
 	workloads     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloads"}
 	pods          = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	// Kueue's visibility API: the pendingworkloads of a LocalQueue.
@@ -28,13 +30,16 @@ var (
 )
 
 // jobKinds are the kinds a job is submitted as, in the order status looks
-// for a name: the AppWrapper first, then the jobs submitted alone.
+// for a name: what makes a job of the same name before it (the AppWrapper
+// its component, a TrainJob its JobSet), then the jobs submitted alone.
 var jobKinds = []struct {
 	kind     string
 	resource schema.GroupVersionResource
 }{
 	{"AppWrapper", appWrappers},
+	{"TrainJob", trainJobs},
 	{"PyTorchJob", pyTorchJobs},
+	{"JobSet", jobSets},
 	{"PyTorchTrainingJob", trainingJobs},
 	{"DeepSpeedJob", deepSpeedJobs},
 }
@@ -43,6 +48,9 @@ var jobKinds = []struct {
 const (
 	appWrapperLabel = "workload.codeflare.dev/appwrapper"
 	pyTorchJobLabel = "training.kubeflow.org/job-name"
+	// jobSetLabel marks the pods of a JobSet, and of a TrainJob: the
+	// Trainer makes a JobSet of the TrainJob's name.
+	jobSetLabel = "jobset.sigs.k8s.io/jobset-name"
 )
 
 // Ref names a submitted job.
@@ -103,7 +111,7 @@ type Status struct {
 	State     State  `json:"state"`
 	// Phase is the job's own word for where it is, when it says more than
 	// State: AppWrapper's Resetting, Suspending or Terminating, PyTorchJob's
-	// Restarting, T9k's Paused.
+	// and JobSet's Restarting, T9k's Paused.
 	Phase string `json:"phase,omitempty"`
 	// Reason and Message say why: Kueue's when the job waits, the job's own
 	// when it failed or restarts.
@@ -120,7 +128,7 @@ type Status struct {
 	Position int64 `json:"position,omitempty"`
 	Pods     Pods  `json:"pods"`
 	// Retries is how many times the job was reset after a failure
-	// (AppWrapper's resettingCount, T9k's backoffCount).
+	// (AppWrapper's resettingCount, JobSet's restarts, T9k's backoffCount).
 	Retries int64 `json:"retries,omitempty"`
 	// FailedPod is a pod that failed.
 	FailedPod *FailedPod `json:"failedPod,omitempty"`
@@ -153,8 +161,8 @@ type FailedPod struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Find finds a submitted job by its name: an AppWrapper first, then a job
-// submitted alone.
+// Find finds a submitted job by its name, in the order of jobKinds: an
+// AppWrapper first, then a TrainJob, then a job submitted alone.
 func (c *Client) Find(ctx context.Context, namespace, name string) (Ref, error) {
 	var looked, unserved, forbidden []string
 	for _, k := range jobKinds {
@@ -221,7 +229,12 @@ func (c *Client) statusOf(ctx context.Context, obj *unstructured.Unstructured) (
 	case "AppWrapper":
 		err = s.fromAppWrapper(obj)
 	case "PyTorchJob":
-		err = s.fromPyTorchJob(obj)
+		err = s.fromConditions(obj, names{succeeded: "Succeeded", restarting: "Restarting", running: "Running"})
+	case "JobSet":
+		err = s.fromConditions(obj, names{succeeded: "Completed", restarting: "RestartingJobSet"})
+	case "TrainJob":
+		// The Trainer copies its JobSet's Completed (as Complete) and Failed.
+		err = s.fromConditions(obj, names{succeeded: "Complete"})
 	default:
 		err = s.fromT9k(obj)
 	}
@@ -234,8 +247,8 @@ func (c *Client) statusOf(ctx context.Context, obj *unstructured.Unstructured) (
 	}
 	s.fromPods(podList)
 	// The controller's word may lag behind the pods (AppWrapper looks at
-	// them every few seconds): a job whose pods are all ready, or done
-	// with success, is running.
+	// them every few seconds), or not be said (JobSet, TrainJob): a job
+	// whose pods are all ready, or done with success, is running.
 	if s.State == Admitted && s.Phase == "" && s.Pods.Expected > 0 && int64(s.Pods.Ready+s.Pods.Succeeded) == s.Pods.Expected {
 		s.State = Running
 	}
@@ -357,27 +370,35 @@ func (s *Status) fromAppWrapper(obj *unstructured.Unstructured) error {
 	return nil
 }
 
-// fromPyTorchJob reads the state from a bare PyTorchJob's conditions.
-func (s *Status) fromPyTorchJob(obj *unstructured.Unstructured) error {
+// names are the types of a kind's conditions that say it succeeded, that
+// it restarts after a failure, and that it runs; "" for one it does not
+// have. Every kind says Failed and Suspended.
+type names struct{ succeeded, restarting, running string }
+
+// fromConditions reads the state from the conditions of a bare PyTorchJob,
+// JobSet or TrainJob, and a JobSet's restarts.
+func (s *Status) fromConditions(obj *unstructured.Unstructured, names names) error {
 	var st struct {
 		Conditions conditions `json:"conditions"`
+		Restarts   int64      `json:"restarts"`
 	}
 	if err := decode(obj.Object, &st, "status"); err != nil {
 		return err
 	}
+	s.Retries = st.Restarts
 	cs := st.Conditions
 	switch {
-	case cs.isTrue("Succeeded"):
+	case cs.isTrue(names.succeeded):
 		s.State = Succeeded
 	case cs.isTrue("Failed"):
 		c, _ := cs.get("Failed")
 		s.State, s.Reason, s.Message = Failed, c.Reason, c.Message
 	case suspended(obj) || cs.isTrue("Suspended"):
 		s.State = Queued
-	case cs.isTrue("Restarting"):
-		c, _ := cs.get("Restarting")
+	case cs.isTrue(names.restarting):
+		c, _ := cs.get(names.restarting)
 		s.State, s.Phase, s.Reason, s.Message = Admitted, "Restarting", c.Reason, c.Message
-	case cs.isTrue("Running"):
+	case cs.isTrue(names.running):
 		s.State = Running
 	default:
 		s.State = Admitted
@@ -501,6 +522,8 @@ func podSelector(kind, name string) string {
 		return appWrapperLabel + "=" + name
 	case "PyTorchJob":
 		return pyTorchJobLabel + "=" + name
+	case "JobSet", "TrainJob":
+		return jobSetLabel + "=" + name
 	}
 	return ""
 }

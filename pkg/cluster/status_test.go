@@ -19,6 +19,12 @@ import (
 // appWrapper is an AppWrapper of two pods (a PyTorchJob's Master and
 // Worker) in the LocalQueue team-a, with the given status.
 func appWrapper(status string) string {
+	return appWrapperOf(wrappedPyTorchJob, status)
+}
+
+// appWrapperOf is the AppWrapper demo of one component, with the given
+// status.
+func appWrapperOf(component, status string) string {
 	return `
 apiVersion: workload.codeflare.dev/v1beta2
 kind: AppWrapper
@@ -31,15 +37,29 @@ metadata:
 spec:
   components:
   - template:
-      apiVersion: kubeflow.org/v1
+` + component + `
+status: ` + status
+}
+
+// The components of an AppWrapper: a PyTorchJob of two pods, a JobSet of
+// two pods.
+const (
+	wrappedPyTorchJob = `      apiVersion: kubeflow.org/v1
       kind: PyTorchJob
       metadata: {name: demo}
       spec:
         pytorchReplicaSpecs:
           Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}
-          Worker: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}
-status: ` + status
-}
+          Worker: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}`
+	wrappedJobSet = `      apiVersion: jobset.x-k8s.io/v1alpha2
+      kind: JobSet
+      metadata: {name: demo}
+      spec:
+        replicatedJobs:
+        - name: node
+          replicas: 1
+          template: {spec: {parallelism: 2, completions: 2, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}}`
+)
 
 // workloadOwnedBy is the Kueue Workload of the AppWrapper demo, with the
 // given status.
@@ -278,6 +298,95 @@ status: {phase: Pending}
 				t.Errorf("Pods = %+v, want 1 pending of 4 expected", s.Pods)
 			}
 		},
+	}, {
+		name: "a JobSet in an AppWrapper: its pods by the AppWrapper's label",
+		objects: []string{appWrapperOf(wrappedJobSet, "{phase: Running}"),
+			workloadOwnedBy("aw-uid", admittedWL),
+			pod("demo-node-0-0", "{workload.codeflare.dev/appwrapper: demo, jobset.sigs.k8s.io/jobset-name: demo}", readyPod),
+			pod("demo-node-0-1", "{workload.codeflare.dev/appwrapper: demo, jobset.sigs.k8s.io/jobset-name: demo}", "{phase: Pending}")},
+		wantState: Admitted,
+		want:      "AppWrapper demo: Admitted, pods ready 1/2",
+	}, {
+		name:      "a bare JobSet, suspended by Kueue",
+		ref:       Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"},
+		objects:   []string{jobSet(true, jobSetSuspended), workloadOwnedBy("js-uid", pendingWL)},
+		react:     pendingWorkloads,
+		wantState: Queued,
+		want:      "JobSet demo: Queued in LocalQueue team-a (position 2): Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed",
+	}, {
+		name:      "a bare JobSet, admitted by Kueue, not yet resumed by the JobSet controller",
+		ref:       Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"},
+		objects:   []string{jobSet(false, jobSetSuspended), workloadOwnedBy("js-uid", admittedWL)},
+		wantState: Admitted,
+		want:      "JobSet demo: Admitted, pods ready 0/2",
+	}, {
+		name: "a bare JobSet, its pods starting",
+		ref:  Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"},
+		objects: []string{jobSet(false, jobSetResumed), workloadOwnedBy("js-uid", admittedWL),
+			pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, "{phase: Pending}"),
+			pod("other-node-0-0", "{jobset.sigs.k8s.io/jobset-name: other}", readyPod)},
+		wantState: Admitted,
+		want:      "JobSet demo: Admitted, pods ready 1/2",
+	}, {
+		name: "a bare JobSet, running: every pod ready",
+		ref:  Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"},
+		objects: []string{jobSet(false, jobSetResumed), workloadOwnedBy("js-uid", admittedWL),
+			pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, readyPod)},
+		wantState: Running,
+		want:      "JobSet demo: Running, pods ready 2/2",
+	}, {
+		name: "a bare JobSet, failed, with the pod that failed",
+		ref:  Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"},
+		objects: []string{jobSet(false, `{terminalState: Failed, conditions: [{type: Suspended, status: 'False', reason: ResumeJobs},
+  {type: Failed, status: 'True', reason: FailedJobs, message: "jobset failed due to one or more job failures (first failed job: demo-node-0)"}]}`),
+			workloadOwnedBy("js-uid", `{conditions: [{type: Finished, status: 'True', reason: Failed, message: "jobset failed"}]}`),
+			pod("demo-node-0-0", jobSetPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 1, reason: Error}}}]}`)},
+		wantState: Failed,
+		want:      "JobSet demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-0, container pytorch, exit code 1 (Error)",
+	}, {
+		name: "a bare JobSet, succeeded",
+		ref:  Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"},
+		objects: []string{jobSet(false, `{terminalState: Completed, conditions: [{type: Completed, status: 'True', reason: AllJobsCompleted, message: "jobset completed successfully"}]}`),
+			pod("demo-node-0-0", jobSetPods, "{phase: Succeeded}"), pod("demo-node-0-1", jobSetPods, "{phase: Succeeded}")},
+		wantState: Succeeded,
+		want:      "JobSet demo: Succeeded, pods succeeded 2/2",
+	}, {
+		name: "a bare JobSet, restarting after a failed Job",
+		ref:  Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"},
+		objects: []string{jobSet(false, `{restarts: 1, conditions: [{type: RestartingJobSet, status: 'True', reason: DefaultFailurePolicy,
+  message: "applying RestartJobSet failure policy action (first failed job: demo-node-0)"}]}`)},
+		wantState: Admitted,
+		want:      "JobSet demo: Admitted (Restarting, 1 retry), pods ready 0/2: DefaultFailurePolicy: applying RestartJobSet failure policy action (first failed job: demo-node-0)",
+	}, {
+		name:      "a TrainJob, suspended by Kueue",
+		ref:       Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"},
+		objects:   []string{trainJob(true, `{conditions: [{type: Suspended, status: 'True', reason: Suspended, message: "TrainJob is suspended"}]}`), workloadOwnedBy("tj-uid", pendingWL)},
+		wantState: Queued,
+		want:      "TrainJob demo: Queued in LocalQueue team-a: Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed",
+	}, {
+		name: "a TrainJob, running: its pods by its JobSet's label",
+		ref:  Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"},
+		objects: []string{trainJob(false, `{conditions: [{type: Suspended, status: 'False', reason: Resumed}],
+  jobsStatus: [{name: node, ready: 1, succeeded: 0, failed: 0, active: 1, suspended: 0}]}`),
+			workloadOwnedBy("tj-uid", admittedWL),
+			pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, readyPod), pod("demo-node-0-2", jobSetPods, readyPod)},
+		wantState: Running,
+		want:      "TrainJob demo: Running, pods ready 3/3",
+	}, {
+		name: "a TrainJob, failed: its JobSet's reason, with the pod that failed",
+		ref:  Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"},
+		objects: []string{trainJob(false, `{conditions: [{type: Suspended, status: 'False', reason: Resumed},
+  {type: Failed, status: 'True', reason: FailedJobs, message: "jobset failed due to one or more job failures (first failed job: demo-node-0)"}]}`),
+			pod("demo-node-0-0", jobSetPods, "{phase: Running}"),
+			pod("demo-node-0-2", jobSetPods, `{phase: Failed, containerStatuses: [{name: node, state: {terminated: {exitCode: 137, reason: OOMKilled}}}]}`)},
+		wantState: Failed,
+		want:      "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-2, container node, exit code 137 (OOMKilled)",
+	}, {
+		name:      "a TrainJob, complete",
+		ref:       Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"},
+		objects:   []string{trainJob(false, `{conditions: [{type: Complete, status: 'True', reason: AllJobsCompleted, message: "jobset completed successfully"}]}`)},
+		wantState: Succeeded,
+		want:      "TrainJob demo: Succeeded",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := cluster(t, tc.react, tc.objects...)
@@ -319,6 +428,55 @@ spec:
     Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: busybox}]}}}
 status: ` + status
 }
+
+// jobSet is a bare JobSet of two pods in the LocalQueue team-a, suspended
+// or not, with the given status.
+func jobSet(suspend bool, status string) string {
+	return fmt.Sprintf(`
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: demo
+  namespace: ml
+  uid: js-uid
+  labels: {kueue.x-k8s.io/queue-name: team-a}
+spec:
+  suspend: %t
+  replicatedJobs:
+  - name: node
+    replicas: 1
+    template:
+      spec:
+        parallelism: 2
+        completions: 2
+        template: {spec: {containers: [{name: pytorch, image: busybox}]}}
+status: %s`, suspend, status)
+}
+
+// trainJob is a TrainJob of three nodes in the LocalQueue team-a, suspended
+// or not, with the given status.
+func trainJob(suspend bool, status string) string {
+	return fmt.Sprintf(`
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: demo
+  namespace: ml
+  uid: tj-uid
+  labels: {kueue.x-k8s.io/queue-name: team-a}
+spec:
+  suspend: %t
+  runtimeRef: {apiGroup: trainer.kubeflow.org, kind: ClusterTrainingRuntime, name: torch-distributed}
+  trainer: {image: busybox, numNodes: 3, resourcesPerNode: {limits: {nvidia.com/gpu: 8}}}
+status: %s`, suspend, status)
+}
+
+const (
+	// jobSetPods are the pods of the JobSet demo, and of the TrainJob demo's.
+	jobSetPods      = "{jobset.sigs.k8s.io/jobset-name: demo, jobset.sigs.k8s.io/replicatedjob-name: node}"
+	jobSetSuspended = "{conditions: [{type: Suspended, status: 'True', reason: SuspendedJobs, message: jobset is suspended}]}"
+	jobSetResumed   = "{conditions: [{type: Suspended, status: 'False', reason: ResumeJobs, message: jobset is resumed}]}"
+)
 
 func TestStatusLines(t *testing.T) {
 	client := cluster(t, nil,
@@ -392,7 +550,7 @@ func TestStatusUnreachable(t *testing.T) {
 func TestFind(t *testing.T) {
 	client := fakeCluster{
 		objects: appWrapper("{}") + "\n---\n" + strings.Replace(pyTorchJob("{}"), "name: demo", "name: bare", 1),
-		without: []string{"batch.tensorstack.dev/v1beta1"},
+		without: []string{"batch.tensorstack.dev/v1beta1", "jobset.x-k8s.io/v1alpha2"},
 	}.client(t)
 	for name, want := range map[string]Ref{
 		"demo": {Kind: "AppWrapper", Namespace: "ml", Name: "demo"},
@@ -404,9 +562,25 @@ func TestFind(t *testing.T) {
 		}
 	}
 	_, err := client.Find(context.Background(), "ml", "missing")
-	want := `no job "missing" in namespace "ml": no AppWrapper or PyTorchJob of that name (this cluster serves no PyTorchTrainingJobs or DeepSpeedJobs); check the name, and the namespace (-n NAMESPACE)`
+	want := `no job "missing" in namespace "ml": no AppWrapper, TrainJob or PyTorchJob of that name (this cluster serves no JobSets, PyTorchTrainingJobs or DeepSpeedJobs); check the name, and the namespace (-n NAMESPACE)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Find(missing) error:\n got %v\nwant %s", err, want)
+	}
+}
+
+// A TrainJob is found before the JobSet that the Trainer made for it, of
+// the same name.
+func TestFindATrainJobBeforeItsJobSet(t *testing.T) {
+	trainersJobSet := strings.Replace(jobSet(false, "{}"), "uid: js-uid", "uid: js-uid\n  ownerReferences: [{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, name: demo, uid: tj-uid}]", 1)
+	client := fakeCluster{objects: trainJob(false, "{}") + "\n---\n" + trainersJobSet + "\n---\n" + strings.Replace(jobSet(false, "{}"), "name: demo", "name: bare", 1)}.client(t)
+	for name, want := range map[string]Ref{
+		"demo": {Kind: "TrainJob", Namespace: "ml", Name: "demo"},
+		"bare": {Kind: "JobSet", Namespace: "ml", Name: "bare"},
+	} {
+		got, err := client.Find(context.Background(), "ml", name)
+		if err != nil || got != want {
+			t.Errorf("Find(%s) = %v, %v; want %v", name, got, err, want)
+		}
 	}
 }
 

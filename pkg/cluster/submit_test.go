@@ -18,7 +18,12 @@ import (
 
 // submitted is the job Submit is given: the AppWrapper demo, as rendered.
 func submitted(t *testing.T) *Job {
-	obj := object(t, appWrapper("{}"))
+	return rendered(t, appWrapper("{}"))
+}
+
+// rendered is a job as Submit is given it: without what the cluster adds.
+func rendered(t *testing.T, manifest string) *Job {
+	obj := object(t, manifest)
 	obj.SetUID("")
 	obj.SetFinalizers(nil)
 	unstructured.RemoveNestedField(obj.Object, "status")
@@ -165,4 +170,29 @@ func TestSubmitWhatTheAPIServerRefuses(t *testing.T) {
 	})
 	_, err := client.Submit(context.Background(), submitted(t), false)
 	require.EqualError(t, err, `submitting the AppWrapper "demo" in namespace "ml": AppWrapper.workload.codeflare.dev "demo" is invalid`)
+}
+
+func TestSubmitABareJobSetOrTrainJob(t *testing.T) {
+	var got []clienttesting.PatchActionImpl
+	client := cluster(t, applies(&got), trainJob(false, "{conditions: [{type: Suspended, status: 'False', reason: Resumed}]}"),
+		pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, readyPod), pod("demo-node-0-2", jobSetPods, readyPod))
+	_, err := client.Submit(context.Background(), rendered(t, trainJob(true, "{}")), false)
+	require.EqualError(t, err, `TrainJob "demo" exists in namespace "ml" already, and has not finished: Running, pods ready 3/3; `+
+		`wait for it to finish (generator status demo -n ml), delete it (kubectl delete trainjob demo -n ml), or submit with --force to delete it and submit anew`)
+	require.Empty(t, got)
+
+	var deleted []string
+	client = cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		applies(&got)(dyn)
+		dyn.PrependReactor("delete", "jobsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			deleted = append(deleted, a.(clienttesting.DeleteActionImpl).GetName())
+			return false, nil, nil
+		})
+	}, jobSet(false, "{conditions: [{type: Failed, status: 'True', reason: FailedJobs}]}"))
+	done, err := client.Submit(context.Background(), rendered(t, jobSet(true, "{}")), false)
+	require.NoError(t, err)
+	require.Equal(t, Submission{Replaced: Failed}, done)
+	require.Equal(t, []string{"demo"}, deleted)
+	require.Len(t, got, 1)
+	require.Equal(t, jobSets, got[0].GetResource())
 }
