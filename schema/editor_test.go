@@ -39,6 +39,7 @@ var unseenByEditors = map[string]string{
 	"initcontainers-name-pytorch":   "a chart check: names against the training container's",
 	"initcontainers-name-twice":     "a chart check: names unique across list items",
 	"limitgpus-differs":             "a chart check: compares two values",
+	"jobset-name-too-long":          "a chart check: the length of jobName against numPods",
 	"mainprogram-open-quote":        "a chart check: splits mainProgram into words as a shell would",
 	"podannotations-network-clash":  "a chart check: an annotation that multiNicNetworkName sets",
 	"podannotations-topology-clash": "a chart check: annotations that topology sets",

@@ -11,7 +11,7 @@ torchwrap.manifest fails with them, or lists them for the generator.
 {{- /* torchwrap.problems: sets .found.list to the problems of every rule, in this order. */ -}}
 {{- define "torchwrap.problems" -}}
 {{- $_ := set . "found" (dict "list" list) -}}
-{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "podAnnotations" "podLabels" "exitCodes" "containerNames" -}}
+{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "podAnnotations" "podLabels" "exitCodes" "containerNames" "jobSetPodNames" -}}
 {{- include (print "torchwrap.check." $rule) $ -}}
 {{- end -}}
 {{- end -}}
@@ -220,4 +220,24 @@ number) as a plain number, for comparisons.
 {{- $s = trimSuffix $suffix $s -}}
 {{- end -}}
 {{- mulf (float64 $s) $scale -}}
+{{- end -}}
+
+{{- /*
+torchwrap.check.jobSetPodNames: JobSet names the pods of a JobSet
+<jobName>-<replicated job>-<job index>-<pod index>-<5 random characters>, and
+its webhook refuses a JobSet whose longest pod name could pass 63 characters.
+A JobSet's one replicated job is node, and so is the one of the JobSet the
+Trainer makes of a TrainJob, named as the TrainJob, on torch-distributed.
+*/ -}}
+{{- define "torchwrap.check.jobSetPodNames" -}}
+{{- $v := .Values -}}
+{{- $problems := list -}}
+{{- if has $v.jobKind (list "JobSet" "TrainJob") -}}
+{{- $longest := printf "%s-node-0-%d-abcde" $v.jobName (sub (int $v.numPods) 1) -}}
+{{- if gt (len $longest) 63 -}}
+{{- $max := sub (len $v.jobName) (sub (len $longest) 63) -}}
+{{- $problems = append $problems (dict "path" "jobName" "message" (printf "%q has %d characters, too many for a %s of %d pods: JobSet names the pods <jobName>-node-0-<index>-<5 random characters>, in at most 63 characters; use at most %d" $v.jobName (len $v.jobName) $v.jobKind (int $v.numPods) $max)) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}
