@@ -10,11 +10,15 @@ package e2e
 //     kube-scheduler, from the same Kubernetes release as the API server;
 //   - kwok, which runs the fake GPU nodes and moves their pods through
 //     Running to Succeeded or Failed, as the stages in kwokStages say;
-//   - Kueue, with its AppWrapper and PyTorchJob integrations;
+//   - Kueue, with its AppWrapper, PyTorchJob, JobSet and TrainJob
+//     integrations and topology-aware scheduling;
 //   - the AppWrapper controller;
-//   - the Kubeflow training operator (PyTorchJob).
+//   - the Kubeflow training operator (PyTorchJob);
+//   - the JobSet controller;
+//   - the Kubeflow Trainer v2 controller (TrainJob), with a
+//     ClusterTrainingRuntime torch-distributed.
 //
-// The webhooks of the last three are served on loopback, with one
+// The webhooks of the last five are served on loopback, with one
 // certificate for 127.0.0.1 that StartSim writes.
 
 import (
@@ -41,10 +45,11 @@ import (
 // SimBinaries are the programs of the simulated cluster, next to those of
 // Binaries.
 type SimBinaries struct {
-	ControllerManager, Scheduler, Kwok, Kueue, AppWrapper, TrainingOperator string
-	// The folders of the modules of Kueue, AppWrapper and the training
-	// operator, which hold Kueue's CRDs and their webhook configurations.
-	KueueModule, AppWrapperModule, TrainingOperatorModule string
+	ControllerManager, Scheduler, Kwok, Kueue, AppWrapper, TrainingOperator, JobSet, Trainer string
+	// The folders of the modules of Kueue, AppWrapper, the training
+	// operator, JobSet and Trainer, which hold their CRDs (Kueue's, JobSet's
+	// and Trainer's are installed here) and webhook configurations.
+	KueueModule, AppWrapperModule, TrainingOperatorModule, JobSetModule, TrainerModule string
 }
 
 // simProgram is one controller: its wrapper module in testdata/e2e, the
@@ -74,6 +79,8 @@ func BuildSim(testdata string, logf func(string, ...any)) (SimBinaries, error) {
 		{"kueue", "sigs.k8s.io/kueue", "sigs.k8s.io/kueue/cmd/kueue", &b.Kueue},
 		{"appwrapper", "github.com/project-codeflare/appwrapper", "github.com/project-codeflare/appwrapper/cmd", &b.AppWrapper},
 		{"training-operator", "github.com/kubeflow/training-operator", "github.com/kubeflow/training-operator/cmd/training-operator.v1", &b.TrainingOperator},
+		{"jobset", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset", &b.JobSet},
+		{"trainer", "github.com/kubeflow/trainer/v2", "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager", &b.Trainer},
 	} {
 		module := filepath.Join(testdata, p.dir)
 		version, err := pinned.Version(module, p.module)
@@ -95,6 +102,8 @@ func BuildSim(testdata string, logf func(string, ...any)) (SimBinaries, error) {
 		{"kueue", "sigs.k8s.io/kueue", &b.KueueModule},
 		{"appwrapper", "github.com/project-codeflare/appwrapper", &b.AppWrapperModule},
 		{"training-operator", "github.com/kubeflow/training-operator", &b.TrainingOperatorModule},
+		{"jobset", "sigs.k8s.io/jobset", &b.JobSetModule},
+		{"trainer", "github.com/kubeflow/trainer/v2", &b.TrainerModule},
 	} {
 		if *m.folder, err = moduleDir(filepath.Join(testdata, m.dir), m.module); err != nil {
 			return b, err
@@ -154,27 +163,44 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	ports, err := freePorts(10)
+	ports, err := freePorts(14)
 	if err != nil {
 		return err
 	}
 	schedPort, kcmPort, kwokPort, kueueHealth, kueueMetrics, kueueWebhook, awHealth, toHealth, toMetrics, toWebhook :=
 		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[9]
+	jobSetHealth, jobSetWebhook, trainerHealth, trainerWebhook := ports[10], ports[11], ports[12], ports[13]
+	kueueURL := fmt.Sprintf("https://127.0.0.1:%d", kueueWebhook)
 
 	ca, key, err := writeServingCert(dir)
 	if err != nil {
 		return err
 	}
-	kueueCRDs, err := filepath.Glob(filepath.Join(b.KueueModule, "config", "components", "crd", "bases", "*.yaml"))
+	// Kueue's CRDs, with the conversion webhooks its kustomization turns on
+	// pointed at Kueue on loopback; JobSet's and Trainer's.
+	converted, err := conversions(filepath.Join(b.KueueModule, "config", "components", "crd"), kueueURL, ca)
 	if err != nil {
 		return err
 	}
-	for _, file := range kueueCRDs {
-		data, err := os.ReadFile(file)
+	for _, pattern := range []string{
+		filepath.Join(b.KueueModule, "config", "components", "crd", "bases", "*.yaml"),
+		filepath.Join(b.JobSetModule, "config", "components", "crd", "bases", "*.yaml"),
+		filepath.Join(b.TrainerModule, "manifests", "base", "crds", "trainer.kubeflow.org_*.yaml"),
+	} {
+		files, err := filepath.Glob(pattern)
 		if err != nil {
 			return err
 		}
-		crds = append(crds, data)
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			if data, err = withConversion(data, converted); err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			crds = append(crds, data)
+		}
 	}
 	crds = append(crds, []byte(nadCRD))
 	if err := c.CreateAll(crds); err != nil {
@@ -189,6 +215,8 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 		"scheduler.yaml":   fmt.Sprintf(schedulerConfig, kc),
 		"kwok-stages.yaml": kwokStages,
 		"kueue.yaml":       fmt.Sprintf(kueueConfig, kueueHealth, kueueMetrics, kueueWebhook, filepath.Join(dir, "certs")),
+		"jobset.yaml":      fmt.Sprintf(jobSetConfig, jobSetHealth, jobSetWebhook, filepath.Join(dir, "certs")),
+		"trainer.yaml":     fmt.Sprintf(trainerConfig, trainerHealth, trainerWebhook),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
@@ -196,11 +224,12 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 		}
 	}
 	// Kueue reads its metrics certificate from a fixed path under /etc, and
-	// the AppWrapper controller and the training operator their webhook
-	// server's from one under /tmp (even with the AppWrapper webhooks off):
-	// each runs in a mount namespace of its own, where a folder of ours takes
-	// that path's place (a copy of /etc; an empty /tmp/k8s-webhook-server is
-	// the mount point of the other two).
+	// the AppWrapper controller, the training operator and the Trainer
+	// controller their webhook server's from one under /tmp: each runs in a
+	// mount namespace of its own, where a folder of ours takes that path's
+	// place (a copy of /etc; an empty /tmp/k8s-webhook-server is the mount
+	// point of the other three). The JobSet controller reads its certificate
+	// from the folder its configuration names.
 	etc := filepath.Join(dir, "etc")
 	if out, err := exec.Command("cp", "-a", "/etc", etc).CombinedOutput(); err != nil {
 		return fmt.Errorf("copying /etc for Kueue: %v: %s", err, out)
@@ -209,7 +238,7 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 		return err
 	}
 	webhookCerts := map[string]string{}
-	for _, name := range []string{"appwrapper", "training-operator"} {
+	for _, name := range []string{"appwrapper", "training-operator", "trainer"} {
 		webhookCerts[name] = filepath.Join(dir, name+"-webhook")
 		if err := copyCert(dir, filepath.Join(webhookCerts[name], "serving-certs")); err != nil {
 			return err
@@ -218,7 +247,9 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 	// The AppWrapper controller reads its configuration from a ConfigMap.
 	// Its certificate rotator and the training operator's read their Secret
 	// and put the CA in their webhook configurations before the programs are
-	// ready: those come first, and no job is created before then.
+	// ready: those come first, and no job is created before then. The JobSet
+	// and Trainer controllers manage no certificates here (their
+	// configurations say so): their webhook configurations carry the CA.
 	awHooks, err := webhooks(filepath.Join(b.AppWrapperModule, "config", "webhook", "manifests.yaml"),
 		func(name string) string { return "appwrapper-" + name }, "https://127.0.0.1:9443", ca)
 	if err != nil {
@@ -234,7 +265,20 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 		[]byte(fmt.Sprintf(certSecret, "appwrapper-system", "appwrapper-webhook-server-cert", pemData(ca), pemData(key))),
 		[]byte(fmt.Sprintf(certSecret, "kubeflow", "training-operator-webhook-cert", pemData(ca), pemData(key))),
 	}
-	if err := c.CreateAll(append(append(objects, awHooks...), toHooks...)); err != nil {
+	jobSetHooks, err := webhooks(filepath.Join(b.JobSetModule, "config", "components", "webhook", "manifests.yaml"),
+		func(name string) string { return "jobset-" + name }, fmt.Sprintf("https://127.0.0.1:%d", jobSetWebhook), ca)
+	if err != nil {
+		return err
+	}
+	trainerHooks, err := webhooks(filepath.Join(b.TrainerModule, "manifests", "base", "webhook", "manifests.yaml"),
+		func(name string) string { return "trainer-" + name }, fmt.Sprintf("https://127.0.0.1:%d", trainerWebhook), ca)
+	if err != nil {
+		return err
+	}
+	for _, hooks := range [][][]byte{awHooks, toHooks, jobSetHooks, trainerHooks} {
+		objects = append(objects, hooks...)
+	}
+	if err := c.CreateAll(objects); err != nil {
 		return err
 	}
 
@@ -269,6 +313,9 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", toMetrics),
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", toHealth),
 			fmt.Sprintf("--webhook-server-port=%d", toWebhook))},
+		{"jobset", env, b.JobSet, []string{"--config=" + filepath.Join(dir, "jobset.yaml")}},
+		{"trainer", env, "unshare", privateMount(webhookCerts["trainer"], "/tmp/k8s-webhook-server", b.Trainer,
+			"--config="+filepath.Join(dir, "trainer.yaml"))},
 	}
 	for _, s := range starts {
 		if err := c.start(s.name, s.env, s.path, s.args...); err != nil {
@@ -281,6 +328,8 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 		"Kueue":                     fmt.Sprintf("http://127.0.0.1:%d/readyz", kueueHealth),
 		"the AppWrapper controller": fmt.Sprintf("http://127.0.0.1:%d/readyz", awHealth),
 		"the training operator":     fmt.Sprintf("http://127.0.0.1:%d/readyz", toHealth),
+		"the JobSet controller":     fmt.Sprintf("http://127.0.0.1:%d/readyz", jobSetHealth),
+		"the Trainer controller":    fmt.Sprintf("http://127.0.0.1:%d/readyz", trainerHealth),
 	} {
 		if err := c.waitURL(what, url, 2*time.Minute); err != nil {
 			return err
@@ -288,13 +337,14 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 	}
 
 	// Kueue's webhooks, now that it serves them; then the queues, which its
-	// validating webhook admits, and the users' objects.
+	// validating webhook admits, the users' objects, and the training
+	// runtime, which the Trainer controller's webhook admits.
 	kueueHooks, err := webhooks(filepath.Join(b.KueueModule, "config", "components", "webhook", "manifests.yaml"),
-		func(name string) string { return "kueue-" + name }, fmt.Sprintf("https://127.0.0.1:%d", kueueWebhook), ca)
+		func(name string) string { return "kueue-" + name }, kueueURL, ca)
 	if err != nil {
 		return err
 	}
-	if err := c.CreateAll(append(kueueHooks, []byte(queues()), []byte(userObjects()))); err != nil {
+	if err := c.CreateAll(append(kueueHooks, []byte(queues()), []byte(userObjects()), []byte(torchDistributed))); err != nil {
 		return err
 	}
 	return c.waitFor("the fake nodes Ready and the ClusterQueues active", 2*time.Minute, func() bool {
@@ -440,7 +490,9 @@ func copyCert(dir, to string) error {
 
 // webhooks are the webhook configurations in a module's manifests (file),
 // renamed by rename, cut down to the webhooks of the kinds this cluster
-// has (Kueue's own, AppWrapper, PyTorchJob), and pointed at url with the
+// has (Kueue's and Trainer's own, AppWrapper, PyTorchJob, JobSet, TrainJob;
+// not the pod webhooks of Kueue and JobSet, which serve integrations and
+// exclusive placement that nothing here uses), and pointed at url with the
 // certificate ca: Kueue serves no webhook for the integrations it does not
 // run, and the API server would then refuse every pod, Job or Deployment.
 //
@@ -458,7 +510,11 @@ func webhooks(file string, rename func(string) string, url string, ca []byte) ([
 		return nil, err
 	}
 	served := func(group, resource string) bool {
-		return group == "kueue.x-k8s.io" || resource == "appwrappers" || resource == "pytorchjobs"
+		switch resource {
+		case "appwrappers", "pytorchjobs", "jobsets", "trainjobs":
+			return true
+		}
+		return group == "kueue.x-k8s.io" || group == "trainer.kubeflow.org"
 	}
 	var out [][]byte
 	for _, doc := range strings.Split(string(data), "\n---\n") {
@@ -502,4 +558,72 @@ func webhooks(file string, rename func(string) string, url string, ca []byte) ([
 		out = append(out, doc)
 	}
 	return out, nil
+}
+
+// conversions are the conversion settings of the CRDs whose conversion
+// webhook a module's kustomization (in the folder dir) turns on, by CRD
+// name, pointed at url with the certificate ca: Kueue serves several
+// versions of its API and converts between them itself.
+func conversions(dir, url string, ca []byte) (map[string]any, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var kustomization struct {
+		Patches []struct{ Path string }
+	}
+	if err := sigsyaml.Unmarshal(data, &kustomization); err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for _, p := range kustomization.Patches {
+		if !strings.HasPrefix(filepath.Base(p.Path), "webhook_in_") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, p.Path))
+		if err != nil {
+			return nil, err
+		}
+		var patch struct {
+			Metadata struct{ Name string }
+			Spec     struct {
+				Conversion struct {
+					Strategy string
+					Webhook  struct {
+						ClientConfig struct {
+							Service struct{ Path string }
+						} `json:"clientConfig"`
+						ConversionReviewVersions []string `json:"conversionReviewVersions"`
+					}
+				}
+			}
+		}
+		if err := sigsyaml.Unmarshal(data, &patch); err != nil {
+			return nil, err
+		}
+		conversion := patch.Spec.Conversion
+		out[patch.Metadata.Name] = map[string]any{
+			"strategy": conversion.Strategy,
+			"webhook": map[string]any{
+				"clientConfig":             map[string]any{"url": url + conversion.Webhook.ClientConfig.Service.Path, "caBundle": base64.StdEncoding.EncodeToString(ca)},
+				"conversionReviewVersions": conversion.Webhook.ConversionReviewVersions,
+			},
+		}
+	}
+	return out, nil
+}
+
+// withConversion is a CRD with the conversion settings that converted has
+// for its name, if any.
+func withConversion(crd []byte, converted map[string]any) ([]byte, error) {
+	var object map[string]any
+	if err := sigsyaml.Unmarshal(crd, &object); err != nil {
+		return nil, err
+	}
+	conversion, ok := converted[object["metadata"].(map[string]any)["name"].(string)]
+	if !ok {
+		return crd, nil
+	}
+	object["spec"].(map[string]any)["conversion"] = conversion
+	return sigsyaml.Marshal(object)
 }

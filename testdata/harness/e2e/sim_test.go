@@ -27,8 +27,9 @@ import (
 )
 
 // TestSimulatedCluster runs rendered jobs in a simulated GPU cluster (see
-// testdata/harness/e2e/sim.go): Kueue admits them, the AppWrapper controller and the
-// training operator create their pods, the scheduler binds the pods to fake
+// testdata/harness/e2e/sim.go): Kueue admits them, the AppWrapper controller,
+// the training operator, the JobSet and the Trainer controllers create their
+// pods, the scheduler binds the pods to fake
 // GPU nodes, and kwok runs them to their end. make e2e-cluster runs it.
 func TestSimulatedCluster(t *testing.T) {
 	bins, err := e2e.BuildSim(cases.Path(t, "testdata", "e2e"), t.Logf)
@@ -58,6 +59,9 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("submit", s.submitAndFollow)
 			t.Run("quota", s.quota)
 			t.Run("priority", s.priority)
+			t.Run("jobset", s.jobSet)
+			t.Run("trainjob", s.trainJob)
+			t.Run("topology", s.topology)
 		})
 	})
 
@@ -143,8 +147,7 @@ func (s *sim) render(t *testing.T, file string, args ...string) []byte {
 }
 
 // submit creates the object of a manifest, with the namespace and the
-// LocalQueue it names: small-queue is a LocalQueue of ClusterQueue small-cq,
-// every other one of cluster-queue. It returns the object, with numbers as
+// LocalQueue it names (see ensureQueue). It returns the object, with numbers as
 // float64.
 func (s *sim) submit(t *testing.T, manifest []byte) map[string]any {
 	t.Helper()
@@ -158,8 +161,16 @@ func (s *sim) submit(t *testing.T, manifest []byte) map[string]any {
 	return obj
 }
 
+// localQueues are the ClusterQueues of the LocalQueues that ensureQueue
+// makes, when not cluster-queue.
+var localQueues = map[string]string{
+	"small-queue":    "small-cq",
+	"topology-queue": e2e.TopologyClusterQueue,
+}
+
 // ensureQueue creates the namespace and its LocalQueue (unless queue is
-// empty) if they do not exist.
+// empty) if they do not exist: one of the ClusterQueue that localQueues
+// says, or else of cluster-queue.
 func (s *sim) ensureQueue(t *testing.T, namespace, queue string) {
 	t.Helper()
 	ensureNamespace(t, s.cluster, namespace)
@@ -169,9 +180,9 @@ func (s *sim) ensureQueue(t *testing.T, namespace, queue string) {
 	if _, err := s.cluster.Kubectl(nil, "get", "localqueue", queue, "-n", namespace); err == nil {
 		return
 	}
-	clusterQueue := "cluster-queue"
-	if queue == "small-queue" {
-		clusterQueue = "small-cq"
+	clusterQueue, ok := localQueues[queue]
+	if !ok {
+		clusterQueue = "cluster-queue"
 	}
 	kubectl(t, s.cluster, []byte(fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue
@@ -240,7 +251,7 @@ func (s *sim) waitFor(t *testing.T, namespace, what string, timeout time.Duratio
 	deadline := time.Now().Add(timeout)
 	for !done() {
 		if time.Now().After(deadline) {
-			state, _ := s.cluster.Kubectl(nil, "get", "appwrappers,pytorchjobs,workloads,pods", "-n", namespace, "-o", "wide")
+			state, _ := s.cluster.Kubectl(nil, "get", "appwrappers,pytorchjobs,jobsets,trainjobs,workloads,pods", "-n", namespace, "-o", "wide")
 			events, _ := s.cluster.Kubectl(nil, "get", "events", "-n", namespace)
 			t.Fatalf("%s: not after %s\n%s\n%s", what, timeout, state, events)
 		}
@@ -641,4 +652,245 @@ func (s *sim) priority(t *testing.T) {
 			require.Equal(t, []string{"high", "low"}, order, "the order of admission")
 		})
 	}
+}
+
+// pod is what the scenarios of JobSets and TrainJobs read of a pod.
+type pod struct {
+	Metadata struct {
+		Name        string
+		Annotations map[string]string
+	}
+	Spec struct {
+		NodeName, Hostname, Subdomain string
+		Containers                    []container
+	}
+	Status struct{ Phase string }
+}
+
+type container struct {
+	Name          string
+	Command, Args []string
+	Env           []struct {
+		Name, Value string
+		ValueFrom   any `json:"valueFrom"`
+	}
+}
+
+// env is the value of a container's variable (empty if it comes from
+// elsewhere), and whether the container has it.
+func (c container) env(name string) (string, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+// launch is the container's command line, its command and its arguments.
+func (c container) launch() string { return strings.Join(append(c.Command, c.Args...), " ") }
+
+// jobSetPods are the pods of a JobSet (of the JobSet of a TrainJob, which
+// has its name), which the test expects n of, all Succeeded on the fake GPU
+// nodes; and the address of the master, pod 0 of the first Job, by the DNS
+// name that JobSet gives it (hostname.subdomain, its headless Service).
+func (s *sim) jobSetPods(t *testing.T, namespace, name string, n int) ([]pod, string) {
+	t.Helper()
+	var list struct{ Items []pod }
+	out := kubectl(t, s.cluster, nil, "get", "pods", "-n", namespace, "-l", "jobset.sigs.k8s.io/jobset-name="+name, "-o", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	require.Len(t, list.Items, n, "pods of JobSet %s", name)
+	master := ""
+	for _, p := range list.Items {
+		require.True(t, strings.HasPrefix(p.Spec.NodeName, "gpu-node-"), "pod %s bound to %q", p.Metadata.Name, p.Spec.NodeName)
+		require.Equal(t, "Succeeded", p.Status.Phase, "pod %s", p.Metadata.Name)
+		require.NotEmpty(t, p.Spec.Hostname, "pod %s has a hostname", p.Metadata.Name)
+		require.Equal(t, name, p.Spec.Subdomain, "pod %s is in the JobSet's subdomain", p.Metadata.Name)
+		if p.Metadata.Annotations["jobset.sigs.k8s.io/job-index"] == "0" && p.Metadata.Annotations["batch.kubernetes.io/job-completion-index"] == "0" {
+			master = p.Spec.Hostname + "." + p.Spec.Subdomain
+		}
+	}
+	require.NotEmpty(t, master, "a pod of JobSet %s has index 0 in Job 0", name)
+	kubectl(t, s.cluster, nil, "get", "service", name, "-n", namespace)
+	return list.Items, master
+}
+
+// An AppWrapper wrapping a JobSet of one indexed replicated job runs to
+// Succeeded, and every pod sees what torchrun needs: its rank (the Job
+// controller gives each pod JOB_COMPLETION_INDEX, which the launch line
+// names), the world size (--nnodes, or PET_NNODES) and the master's address
+// (pod 0's DNS name, in the launch line).
+func (s *sim) jobSet(t *testing.T) {
+	const namespace, name, pods = "sim-jobset", "jobset-aw", 2
+	// Rendered examples: once jobKind JobSet is merged, this manifest is
+	// s.render(t, cases.Example(t, "jobset"), "--set", "jobName="+name,
+	// "--set", "namespace="+namespace, "--set", "numPods=2"), and the
+	// examples scenario runs examples/jobset.settings.yaml too.
+	manifest := []byte(fmt.Sprintf(`apiVersion: workload.codeflare.dev/v1beta2
+kind: AppWrapper
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  labels: {kueue.x-k8s.io/queue-name: default-queue}
+spec:
+  components:
+  - template:
+      apiVersion: jobset.x-k8s.io/v1alpha2
+      kind: JobSet
+      metadata: {name: %[1]s}
+      spec:
+        replicatedJobs:
+        - name: node
+          replicas: 1
+          template:
+            spec:
+              parallelism: %[3]d
+              completions: %[3]d
+              completionMode: Indexed
+              backoffLimit: 0
+              template:
+                spec:
+                  restartPolicy: Never
+                  containers:
+                  - name: pytorch
+                    image: pytorch/pytorch
+                    command: [sh, -c, 'torchrun --nnodes=%[3]d --nproc-per-node=8 --node-rank=$JOB_COMPLETION_INDEX --master-addr=%[1]s-node-0-0.%[1]s --master-port=29500 train.py']
+                    resources:
+                      requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: "8"}
+                      limits: {nvidia.com/gpu: "8"}
+`, name, namespace, pods))
+	s.submit(t, manifest)
+	defer kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
+	s.waitPhase(t, namespace, name, "Succeeded", 2*time.Minute)
+	w := s.workloads(t, namespace)[name]
+	require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
+	all, master := s.jobSetPods(t, namespace, name, pods)
+	for _, p := range all {
+		for _, c := range p.Spec.Containers {
+			_, ok := c.env("JOB_COMPLETION_INDEX")
+			require.True(t, ok, "container %s of pod %s has JOB_COMPLETION_INDEX", c.Name, p.Metadata.Name)
+		}
+		c := p.Spec.Containers[0]
+		launch := c.launch()
+		require.Contains(t, launch, "JOB_COMPLETION_INDEX", "the launch line of pod %s takes its rank from the completion index", p.Metadata.Name)
+		require.Contains(t, launch, master, "the launch line of pod %s names the master by its DNS name", p.Metadata.Name)
+		nnodes, _ := c.env("PET_NNODES")
+		require.True(t, nnodes == fmt.Sprint(pods) || strings.Contains(launch, fmt.Sprintf("--nnodes=%d", pods)) || strings.Contains(launch, fmt.Sprintf("--nnodes %d", pods)),
+			"pod %s knows the world size, %d nodes: %s", p.Metadata.Name, pods, launch)
+	}
+}
+
+// A TrainJob on the ClusterTrainingRuntime torch-distributed, queued in
+// Kueue, runs to Complete, and every pod sees the PET_ variables that the
+// Trainer controller sets for torchrun: the number of nodes, processes a
+// node, its rank, the master's address (pod 0's DNS name) and port.
+func (s *sim) trainJob(t *testing.T) {
+	const namespace, name, nodes = "sim-trainjob", "trainjob", 2
+	// Rendered examples: once jobKind TrainJob is merged, this manifest is
+	// s.render(t, cases.Example(t, "trainjob"), "--set", "jobName="+name,
+	// "--set", "namespace="+namespace, "--set", "numPods=2"), and the
+	// examples scenario runs examples/trainjob.settings.yaml too.
+	manifest := []byte(fmt.Sprintf(`apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  labels: {kueue.x-k8s.io/queue-name: default-queue}
+spec:
+  runtimeRef: {name: torch-distributed}
+  trainer:
+    image: pytorch/pytorch
+    command: [sh, -c, torchrun train.py]
+    numNodes: %[3]d
+    resourcesPerNode:
+      requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: "8"}
+      limits: {nvidia.com/gpu: "8"}
+  runtimePatches:
+  - manager: torchwrap.dev/generator
+    trainingRuntimeSpec:
+      template:
+        spec:
+          replicatedJobs:
+          - name: node
+            template:
+              spec:
+                template:
+                  metadata:
+                    annotations: {sim.torchwrap.dev/run-for: 1s}
+`, name, namespace, nodes))
+	s.submit(t, manifest)
+	defer kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
+	s.waitFor(t, namespace, "TrainJob "+name+" Complete", 2*time.Minute, func() bool {
+		out := kubectl(t, s.cluster, nil, "get", "trainjob", name, "-n", namespace, "-o", `jsonpath={.status.conditions[?(@.type=="Complete")].status}`)
+		return out == "True"
+	})
+	w := s.workloads(t, namespace)[name]
+	require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
+	all, master := s.jobSetPods(t, namespace, name, nodes)
+	for _, p := range all {
+		var c container
+		for _, each := range p.Spec.Containers {
+			if each.Name == "node" {
+				c = each
+			}
+		}
+		require.Equal(t, "node", c.Name, "pod %s has the trainer's container", p.Metadata.Name)
+		for variable, want := range map[string]string{"PET_NNODES": fmt.Sprint(nodes), "PET_MASTER_ADDR": master} {
+			value, _ := c.env(variable)
+			require.Equal(t, want, value, "%s of pod %s", variable, p.Metadata.Name)
+		}
+		for _, variable := range []string{"PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_PORT"} {
+			_, ok := c.env(variable)
+			require.True(t, ok, "pod %s has %s", p.Metadata.Name, variable)
+		}
+		require.Equal(t, "1s", p.Metadata.Annotations["sim.torchwrap.dev/run-for"], "the runtime patch reached pod %s", p.Metadata.Name)
+	}
+}
+
+// Topology-aware scheduling, in ClusterQueue e2e.TopologyClusterQueue: a job
+// whose pods must share a rack (kueue.x-k8s.io/podset-required-topology, and
+// one podset-group-name across its Master and Worker) runs with all its pods
+// in one rack; one larger than any rack stays pending, Kueue saying why in
+// its Workload's QuotaReserved condition.
+func (s *sim) topology(t *testing.T) {
+	const namespace = "sim-topology"
+	// Rendered examples: once the topology setting is merged, the two
+	// podAnnotations here are --set topology.required=<e2e.RackLabel>.
+	render := func(name string, pods int) []byte {
+		return s.render(t, cases.Example(t, "helloworld"), "--set", "jobName="+name, "--set", "namespace="+namespace,
+			"--set", "queueName=topology-queue", "--set", fmt.Sprintf("numPods=%d", pods), "--set", "numGpusPerPod=8",
+			"--set-string", `podAnnotations.kueue\.x-k8s\.io/podset-required-topology=`+e2e.RackLabel,
+			"--set-string", `podAnnotations.kueue\.x-k8s\.io/podset-group-name=`+name)
+	}
+
+	fits := render("in-rack", e2e.SimRackNodes-1)
+	s.submit(t, fits)
+	defer kubectl(t, s.cluster, fits, "delete", "--wait=true", "-f", "-")
+	s.waitPhase(t, namespace, "in-rack", "Succeeded", 2*time.Minute)
+	var list struct{ Items []pod }
+	require.NoError(t, json.Unmarshal([]byte(kubectl(t, s.cluster, nil, "get", "pods", "-n", namespace,
+		"-l", "training.kubeflow.org/job-name=in-rack", "-o", "json")), &list))
+	require.Len(t, list.Items, e2e.SimRackNodes-1)
+	racks := map[string]bool{}
+	for _, p := range list.Items {
+		rack := kubectl(t, s.cluster, nil, "get", "node", p.Spec.NodeName, "-o", "jsonpath={.metadata.labels."+strings.NewReplacer(".", `\.`, "/", `\/`).Replace(e2e.RackLabel)+"}")
+		require.NotEmpty(t, rack, "node %s has a rack", p.Spec.NodeName)
+		racks[rack] = true
+	}
+	require.Len(t, racks, 1, "the racks of the pods of in-rack: %v", racks)
+
+	tooLarge := render("too-large", e2e.SimRackNodes+1)
+	s.submit(t, tooLarge)
+	defer kubectl(t, s.cluster, tooLarge, "delete", "--wait=true", "-f", "-")
+	var message string
+	s.waitFor(t, namespace, "too-large pending for want of a rack", time.Minute, func() bool {
+		out := kubectl(t, s.cluster, nil, "get", "workloads", "-n", namespace, "-o",
+			`jsonpath={range .items[?(@.metadata.ownerReferences[0].name=="too-large")]}{.status.conditions[?(@.type=="QuotaReserved")].status}/{.status.conditions[?(@.type=="QuotaReserved")].reason}/{.status.conditions[?(@.type=="QuotaReserved")].message}{end}`)
+		status, rest, _ := strings.Cut(out, "/")
+		reason, msg, _ := strings.Cut(rest, "/")
+		message = msg
+		return status == "False" && reason == "Pending" && strings.Contains(msg, "topology")
+	})
+	t.Logf("too-large: Kueue says: %s", message)
+	require.Equal(t, "Suspended", s.appWrapperPhase(t, namespace, "too-large"))
 }

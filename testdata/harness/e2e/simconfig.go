@@ -32,7 +32,7 @@ profiles:
 
 // kwokStages move the pods on the fake nodes: a bound pod starts at once
 // (its init containers done, its containers running); a pod of a PyTorchJob
-// ends after 2 s, or after the duration in its annotation
+// or of a Job (those of a JobSet, which a TrainJob makes too) ends after 2 s, or after the duration in its annotation
 // sim.torchwrap.dev/run-for, with exit code 0 (Succeeded), or with the exit
 // code in its annotation sim.torchwrap.dev/exit-code (Failed); a deleted pod
 // goes at once.
@@ -109,7 +109,7 @@ spec:
       values: [Running]
     - key: .metadata.ownerReferences.[].kind
       operator: In
-      values: [PyTorchJob]
+      values: [PyTorchJob, Job]
   delay:
     durationMilliseconds: 2000
     durationFrom:
@@ -162,7 +162,8 @@ spec:
 
 // kueueConfig: Kueue on loopback, without leader election or its own
 // certificate management (which expects a kubelet to mount its Secret), with
-// the AppWrapper and PyTorchJob integrations. %d %d %d %s: the health,
+// the AppWrapper, PyTorchJob, JobSet and TrainJob integrations (and
+// topology-aware scheduling, on by default). %d %d %d %s: the health,
 // metrics and webhook ports and the webhook's certificate folder.
 const kueueConfig = `apiVersion: config.kueue.x-k8s.io/v1beta1
 kind: Configuration
@@ -184,6 +185,72 @@ integrations:
   frameworks:
   - workload.codeflare.dev/appwrapper
   - kubeflow.org/pytorchjob
+  - jobset.x-k8s.io/jobset
+  - trainer.kubeflow.org/trainjob
+`
+
+// jobSetConfig: the JobSet controller on loopback, without leader election
+// or its own certificate management, without metrics. %d %d %s: the health
+// and webhook ports and the webhook's certificate folder.
+const jobSetConfig = `apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+metrics:
+  bindAddress: "0"
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+`
+
+// trainerConfig: the Trainer controller on loopback, without leader
+// election or its own certificate management, without metrics; its webhook
+// server reads its certificate from a fixed folder (see StartSim). %d %d:
+// the health and webhook ports.
+const trainerConfig = `apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+metrics:
+  bindAddress: "0"
+webhook:
+  host: 127.0.0.1
+  port: %d
+leaderElection:
+  leaderElect: false
+certManagement:
+  enable: false
+`
+
+// torchDistributed is the ClusterTrainingRuntime that a TrainJob names by
+// default, as Trainer ships it: the torch ML policy (whence the PET_
+// variables of torchrun), one node, and one replicated job named node,
+// marked as the trainer's step, whose container node the TrainJob's trainer
+// fills in.
+const torchDistributed = `apiVersion: trainer.kubeflow.org/v1alpha1
+kind: ClusterTrainingRuntime
+metadata:
+  name: torch-distributed
+  labels: {trainer.kubeflow.org/framework: torch}
+spec:
+  mlPolicy: {numNodes: 1, torch: {}}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata:
+            labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+          spec:
+            template:
+              spec:
+                containers:
+                - {name: node, image: pytorch/pytorch}
 `
 
 // appWrapperConfig is the AppWrapper controller's configuration, which it
@@ -220,9 +287,22 @@ data:
   tls.key: %[4]s
 `
 
+// The node labels of the topology of the fake nodes, from the widest domain
+// to the narrowest: SimNodes nodes in SimBlocks blocks of SimRacksPerBlock
+// racks each (kubernetes.io/hostname, each node's own, is the last level).
+const (
+	BlockLabel       = "cloud.provider.com/topology-block"
+	RackLabel        = "cloud.provider.com/topology-rack"
+	SimBlocks        = 2
+	SimRacksPerBlock = 2
+	// SimRackNodes is the number of nodes in a rack.
+	SimRackNodes = SimNodes / (SimBlocks * SimRacksPerBlock)
+)
+
 // simObjects are the cluster's fixed objects before the controllers start:
 // their namespaces; MLBatch's PriorityClasses and Kueue
-// WorkloadPriorityClasses of the same names; and the fake GPU nodes.
+// WorkloadPriorityClasses of the same names; and the fake GPU nodes, in
+// blocks and racks.
 func simObjects() string {
 	var b strings.Builder
 	b.WriteString(`apiVersion: v1
@@ -271,6 +351,8 @@ metadata:
     type: kwok
     kubernetes.io/hostname: gpu-node-%[1]d
     nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB
+    %[3]s: block-%[5]d
+    %[4]s: rack-%[6]d
 status:
   allocatable: &resources
     cpu: "128"
@@ -280,45 +362,74 @@ status:
     nvidia.com/roce_gdr: "2"
     rdma/rdma_shared_device_a: "1"
   capacity: *resources
-`, i, SimNodeGPUs)
+`, i, SimNodeGPUs, BlockLabel, RackLabel, i/(SimRackNodes*SimRacksPerBlock), i/SimRackNodes)
 	}
 	return b.String()
 }
 
-// clusterQueue is a ClusterQueue of the simulated cluster: its GPU quota,
-// and whether it has quota for the RDMA devices of the nodes too (cpu and
-// memory it has for all the nodes).
+// clusterQueue is a ClusterQueue of the simulated cluster: its
+// ResourceFlavor, its GPU quota, and whether it has quota for the RDMA
+// devices of the nodes too (cpu and memory it has for all the nodes).
 type clusterQueue struct {
-	name string
-	gpus int
-	rdma bool
+	name, flavor string
+	gpus         int
+	rdma         bool
 }
 
 // clusterQueues: cluster-queue with quota for all the nodes; small-cq with
 // SmallQueueGPUs GPUs, for the tests of queueing order; tiny-cq with
 // TinyQueueGPUs GPUs and no RDMA devices, for the checks of a job against its
-// queue's quota. None is in a cohort: none borrows.
+// queue's quota; TopologyClusterQueue, with quota for all the nodes in the
+// flavor that knows their topology, for the tests of topology-aware
+// scheduling. None is in a cohort: none borrows.
 var clusterQueues = []clusterQueue{
-	{"cluster-queue", SimNodes * SimNodeGPUs, true},
-	{"small-cq", SmallQueueGPUs, true},
-	{"tiny-cq", TinyQueueGPUs, false},
+	{"cluster-queue", "gpu-flavor", SimNodes * SimNodeGPUs, true},
+	{"small-cq", "gpu-flavor", SmallQueueGPUs, true},
+	{"tiny-cq", "gpu-flavor", TinyQueueGPUs, false},
+	{TopologyClusterQueue, "topology-flavor", SimNodes * SimNodeGPUs, true},
 }
+
+// TopologyClusterQueue is the ClusterQueue whose flavor, topology-flavor,
+// names the Topology of the fake nodes (levels BlockLabel, RackLabel,
+// kubernetes.io/hostname): Kueue places the pods of a job it admits there
+// in the domain that the job's pod templates ask for.
+const TopologyClusterQueue = "topology-cq"
 
 // quota is the nominal quota of a resource in a ClusterQueue.
 type quota struct{ resource, nominal string }
 
-// queues are the ResourceFlavor of the fake nodes and the clusterQueues over
-// it.
+// queues are the ResourceFlavors of the fake nodes (gpu-flavor, and
+// topology-flavor, which names their Topology), that Topology, and the
+// clusterQueues over them.
 func queues() string {
 	var b strings.Builder
-	b.WriteString(`apiVersion: kueue.x-k8s.io/v1beta1
+	fmt.Fprintf(&b, `apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
 metadata:
   name: gpu-flavor
 spec:
   nodeLabels:
     type: kwok
-`)
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Topology
+metadata:
+  name: gpu-topology
+spec:
+  levels:
+  - nodeLabel: %s
+  - nodeLabel: %s
+  - nodeLabel: kubernetes.io/hostname
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata:
+  name: topology-flavor
+spec:
+  nodeLabels:
+    type: kwok
+  topologyName: gpu-topology
+`, BlockLabel, RackLabel)
 	for _, q := range clusterQueues {
 		quotas := []quota{{"cpu", "2048"}, {"memory", "32Ti"}, {"nvidia.com/gpu", fmt.Sprint(q.gpus)}}
 		if q.rdma {
@@ -339,9 +450,9 @@ spec:
   resourceGroups:
   - coveredResources: [%s]
     flavors:
-    - name: gpu-flavor
+    - name: %s
       resources:
-%s`, q.name, strings.Join(covered, ", "), strings.Join(resources, ""))
+%s`, q.name, strings.Join(covered, ", "), q.flavor, strings.Join(resources, ""))
 	}
 	return b.String()
 }
