@@ -48,9 +48,10 @@ e2e:
 
 ## e2e-cluster: rendered jobs queued, admitted and run to their end in a
 ## simulated GPU cluster on 127.0.0.1: kube-apiserver, etcd, controller manager
-## and scheduler, kwok's fake GPU nodes, Kueue, AppWrapper and the training
-## operator, all built from Go modules pinned in testdata/e2e (the first run
-## builds them: about 20 minutes on two cores; later runs reuse them)
+## and scheduler, kwok's fake GPU nodes in blocks and racks, Kueue (with
+## topology-aware scheduling), AppWrapper, the training operator, JobSet and
+## Kubeflow Trainer v2, all built from Go modules pinned in testdata/e2e (the
+## first run builds them: about 35 minutes on two cores; later runs reuse them)
 e2e-cluster:
 	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 80m -v -run '^TestSimulatedCluster$$' ./e2e/
 
