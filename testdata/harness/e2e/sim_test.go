@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -715,50 +716,41 @@ func (s *sim) jobSetPods(t *testing.T, namespace, name string, n int) ([]pod, st
 	return list.Items, master
 }
 
-// An AppWrapper wrapping a JobSet of one indexed replicated job runs to
-// Succeeded, and every pod sees what torchrun needs: its rank (the Job
-// controller gives each pod JOB_COMPLETION_INDEX, which the launch line
-// names), the world size (--nnodes, or PET_NNODES) and the master's address
-// (pod 0's DNS name, in the launch line).
+// seesTorchrun checks that a pod of a JobSet of n pods, whose master is at
+// the address master, launches torchrun with what it needs: its launch line,
+// with the container's variables put in (a variable from one of the pod's
+// annotations as the kubelet would give it: JOB_COMPLETION_INDEX, which the
+// Job controller adds, and the variables set from it), has the pod's rank
+// (its completion index), the world size (n nodes) and the master's address.
+func seesTorchrun(t *testing.T, p pod, c container, n int, master string) {
+	t.Helper()
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+		from, _ := e.ValueFrom.(map[string]any)
+		field, _ := from["fieldRef"].(map[string]any)
+		path, _ := field["fieldPath"].(string)
+		if key, ok := strings.CutPrefix(path, "metadata.annotations['"); ok {
+			env[e.Name] = p.Metadata.Annotations[strings.TrimSuffix(key, "']")]
+		}
+	}
+	launch := os.Expand(regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`).ReplaceAllString(c.launch(), "$${$1}"),
+		func(name string) string { return env[name] })
+	rank := p.Metadata.Annotations["batch.kubernetes.io/job-completion-index"]
+	require.NotEmpty(t, rank, "pod %s has a completion index", p.Metadata.Name)
+	require.True(t, strings.Contains(launch, "--node_rank="+rank) || strings.Contains(launch, "--node-rank="+rank),
+		"pod %s launches torchrun with its rank %s: %s", p.Metadata.Name, rank, launch)
+	require.Contains(t, launch, fmt.Sprintf("--nnodes=%d", n), "pod %s launches torchrun on %d nodes", p.Metadata.Name, n)
+	require.Contains(t, launch, master, "pod %s launches torchrun with the master's address", p.Metadata.Name)
+}
+
+// An AppWrapper wrapping a JobSet of one indexed replicated job (example
+// jobset) runs to Succeeded, and every pod launches torchrun with its rank,
+// the world size and the master's address, pod 0's DNS name.
 func (s *sim) jobSet(t *testing.T) {
 	const namespace, name, pods = "sim-jobset", "jobset-aw", 2
-	// Rendered examples: once jobKind JobSet is merged, this manifest is
-	// s.render(t, cases.Example(t, "jobset"), "--set", "jobName="+name,
-	// "--set", "namespace="+namespace, "--set", "numPods=2"), and the
-	// examples scenario runs examples/jobset.settings.yaml too.
-	manifest := []byte(fmt.Sprintf(`apiVersion: workload.codeflare.dev/v1beta2
-kind: AppWrapper
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  labels: {kueue.x-k8s.io/queue-name: default-queue}
-spec:
-  components:
-  - template:
-      apiVersion: jobset.x-k8s.io/v1alpha2
-      kind: JobSet
-      metadata: {name: %[1]s}
-      spec:
-        replicatedJobs:
-        - name: node
-          replicas: 1
-          template:
-            spec:
-              parallelism: %[3]d
-              completions: %[3]d
-              completionMode: Indexed
-              backoffLimit: 0
-              template:
-                spec:
-                  restartPolicy: Never
-                  containers:
-                  - name: pytorch
-                    image: pytorch/pytorch
-                    command: [sh, -c, 'torchrun --nnodes=%[3]d --nproc-per-node=8 --node-rank=$JOB_COMPLETION_INDEX --master-addr=%[1]s-node-0-0.%[1]s --master-port=29500 train.py']
-                    resources:
-                      requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: "8"}
-                      limits: {nvidia.com/gpu: "8"}
-`, name, namespace, pods))
+	manifest := s.render(t, cases.Example(t, "jobset"), append([]string{"--set", "jobName=" + name, "--set", "namespace=" + namespace,
+		"--set", fmt.Sprintf("numPods=%d", pods)}, runFor("1s")...)...)
 	s.submit(t, manifest)
 	defer kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
 	s.waitPhase(t, namespace, name, "Succeeded", 2*time.Minute)
@@ -766,58 +758,20 @@ spec:
 	require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
 	all, master := s.jobSetPods(t, namespace, name, pods)
 	for _, p := range all {
-		for _, c := range p.Spec.Containers {
-			_, ok := c.env("JOB_COMPLETION_INDEX")
-			require.True(t, ok, "container %s of pod %s has JOB_COMPLETION_INDEX", c.Name, p.Metadata.Name)
-		}
-		c := p.Spec.Containers[0]
-		launch := c.launch()
-		require.Contains(t, launch, "JOB_COMPLETION_INDEX", "the launch line of pod %s takes its rank from the completion index", p.Metadata.Name)
-		require.Contains(t, launch, master, "the launch line of pod %s names the master by its DNS name", p.Metadata.Name)
-		nnodes, _ := c.env("PET_NNODES")
-		require.True(t, nnodes == fmt.Sprint(pods) || strings.Contains(launch, fmt.Sprintf("--nnodes=%d", pods)) || strings.Contains(launch, fmt.Sprintf("--nnodes %d", pods)),
-			"pod %s knows the world size, %d nodes: %s", p.Metadata.Name, pods, launch)
+		seesTorchrun(t, p, p.Spec.Containers[0], pods, master)
 	}
 }
 
-// A TrainJob on the ClusterTrainingRuntime torch-distributed, queued in
-// Kueue, runs to Complete, and every pod sees the PET_ variables that the
-// Trainer controller sets for torchrun: the number of nodes, processes a
-// node, its rank, the master's address (pod 0's DNS name) and port.
+// A bare TrainJob (example trainjob) on the ClusterTrainingRuntime
+// torch-distributed, queued in Kueue, runs to Complete, and every pod has
+// the PET_ variables that the Trainer controller sets for torchrun (the
+// number of nodes, processes a node, its rank, the master's address, pod
+// 0's DNS name, and port) and launches torchrun with them.
 func (s *sim) trainJob(t *testing.T) {
 	const namespace, name, nodes = "sim-trainjob", "trainjob", 2
-	// Rendered examples: once jobKind TrainJob is merged, this manifest is
-	// s.render(t, cases.Example(t, "trainjob"), "--set", "jobName="+name,
-	// "--set", "namespace="+namespace, "--set", "numPods=2"), and the
-	// examples scenario runs examples/trainjob.settings.yaml too.
-	manifest := []byte(fmt.Sprintf(`apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  labels: {kueue.x-k8s.io/queue-name: default-queue}
-spec:
-  runtimeRef: {name: torch-distributed}
-  trainer:
-    image: pytorch/pytorch
-    command: [sh, -c, torchrun train.py]
-    numNodes: %[3]d
-    resourcesPerNode:
-      requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: "8"}
-      limits: {nvidia.com/gpu: "8"}
-  runtimePatches:
-  - manager: torchwrap.dev/generator
-    trainingRuntimeSpec:
-      template:
-        spec:
-          replicatedJobs:
-          - name: node
-            template:
-              spec:
-                template:
-                  metadata:
-                    annotations: {sim.torchwrap.dev/run-for: 1s}
-`, name, namespace, nodes))
+	// The example's volume is a claim that this namespace does not have.
+	manifest := s.render(t, cases.Example(t, "trainjob"), append([]string{"--set", "jobName=" + name, "--set", "namespace=" + namespace,
+		"--set", fmt.Sprintf("numPods=%d", nodes), "--set", "volumes=null"}, runFor("1s")...)...)
 	s.submit(t, manifest)
 	defer kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
 	s.waitFor(t, namespace, "TrainJob "+name+" Complete", 2*time.Minute, func() bool {
@@ -843,24 +797,22 @@ spec:
 			_, ok := c.env(variable)
 			require.True(t, ok, "pod %s has %s", p.Metadata.Name, variable)
 		}
+		seesTorchrun(t, p, c, nodes, master)
 		require.Equal(t, "1s", p.Metadata.Annotations["sim.torchwrap.dev/run-for"], "the runtime patch reached pod %s", p.Metadata.Name)
 	}
 }
 
 // Topology-aware scheduling, in ClusterQueue e2e.TopologyClusterQueue: a job
-// whose pods must share a rack (kueue.x-k8s.io/podset-required-topology, and
-// one podset-group-name across its Master and Worker) runs with all its pods
-// in one rack; one larger than any rack stays pending, Kueue saying why in
-// its Workload's QuotaReserved condition.
+// whose pods must share a rack (example topology-rack, topology.required: the
+// chart annotates every pod template and groups Master and Worker) runs with
+// all its pods in one rack; one larger than any rack stays pending, Kueue
+// saying why in its Workload's QuotaReserved condition.
 func (s *sim) topology(t *testing.T) {
 	const namespace = "sim-topology"
-	// Rendered examples: once the topology setting is merged, the two
-	// podAnnotations here are --set topology.required=<e2e.RackLabel>.
 	render := func(name string, pods int) []byte {
-		return s.render(t, cases.Example(t, "helloworld"), "--set", "jobName="+name, "--set", "namespace="+namespace,
+		return s.render(t, cases.Example(t, "topology-rack"), "--set", "jobName="+name, "--set", "namespace="+namespace,
 			"--set", "queueName=topology-queue", "--set", fmt.Sprintf("numPods=%d", pods), "--set", "numGpusPerPod=8",
-			"--set-string", `podAnnotations.kueue\.x-k8s\.io/podset-required-topology=`+e2e.RackLabel,
-			"--set-string", `podAnnotations.kueue\.x-k8s\.io/podset-group-name=`+name)
+			"--set", "topology.required="+e2e.RackLabel)
 	}
 
 	fits := render("in-rack", e2e.SimRackNodes-1)
