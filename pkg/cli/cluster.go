@@ -41,7 +41,7 @@ func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what
 	if flag := kube.Namespace(); ns != "" && flag != "" && flag != ns {
 		return nil, settings.UsageError{Err: fmt.Errorf("the settings say namespace: %s, and -n says %s; drop -n, or change namespace in the settings", ns, flag)}
 	}
-	client, err := dial(kube)
+	client, err := dial(s, kube)
 	if err != nil {
 		return nil, err
 	}
@@ -55,10 +55,11 @@ func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what
 	return &target{in: loaded, values: result.Values, warnings: result.Warnings, client: client, job: job}, nil
 }
 
-// dial reads the kubeconfig for a client of the cluster; a flag that names
-// what is not there (--kubeconfig, --context) is a wrong command line.
-func dial(kube *cluster.Flags) (*cluster.Client, error) {
-	client, err := kube.Connect(userAgent())
+// dial reads the kubeconfig for a client of the cluster, whose warnings go to
+// standard error; a flag that names what is not there (--kubeconfig,
+// --context) is a wrong command line.
+func dial(s Streams, kube *cluster.Flags) (*cluster.Client, error) {
+	client, err := kube.Connect(userAgent(), s.Err)
 	var flag cluster.BadFlag
 	if errors.As(err, &flag) {
 		return nil, settings.UsageError{Err: flag}

@@ -55,7 +55,7 @@ cluster cannot be reached.`,
 				}
 				return showStatus(ctx, s, t.client, t.job.Ref(), output)
 			}
-			client, err := dial(&kube)
+			client, err := dial(s, &kube)
 			if err != nil {
 				return err
 			}

@@ -20,9 +20,6 @@ import (
 
 // The resources the checks read.
 var (
-	localQueues     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "localqueues"}
-	clusterQueues   = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "clusterqueues"}
-	workloadClasses = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloadpriorityclasses"}
 	priorityClasses = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
 	namespaces      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	claims          = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
@@ -84,7 +81,7 @@ func (c *Client) Check(ctx context.Context, job *Job, values map[string]any) (di
 		})
 	}
 	wg.Go(func() { k.queue(ctx) })
-	for _, r := range k.references() {
+	for _, r := range k.references(ctx) {
 		wg.Go(func() { k.exists(ctx, r) })
 	}
 	wg.Wait()
@@ -251,7 +248,7 @@ type reference struct {
 }
 
 // references lists the objects the settings name.
-func (k *checker) references() []reference {
+func (k *checker) references(ctx context.Context) []reference {
 	v, ns := k.values, k.namespace
 	var refs []reference
 	add := func(r reference) { refs = append(refs, r) }
@@ -265,7 +262,7 @@ func (k *checker) references() []reference {
 		}
 	}
 	if name := k.job.Object.GetLabels()[PriorityClassLabel]; name != "" {
-		add(reference{path: diag.Path{"workloadPriorityClass"}, kind: "WorkloadPriorityClass", gvr: workloadClasses, name: name,
+		add(reference{path: diag.Path{"workloadPriorityClass"}, kind: "WorkloadPriorityClass", gvr: k.client.kueue(ctx, "workloadpriorityclasses"), name: name,
 			fix: "or remove workloadPriorityClass"})
 	}
 	for i, vol := range items(v, "volumes") {
@@ -562,6 +559,7 @@ func (k *checker) queue(ctx context.Context) {
 		return
 	}
 	path := diag.Path{"queueName"}
+	localQueues, clusterQueues := k.client.kueue(ctx, "localqueues"), k.client.kueue(ctx, "clusterqueues")
 	lq, err := k.get(ctx, localQueues, k.namespace, name)
 	switch {
 	case apierrors.IsNotFound(err) && !k.client.hasResource(ctx, localQueues):
@@ -649,10 +647,7 @@ func (k *checker) quota(ctx context.Context, cq *unstructured.Unstructured, behi
 // when that cannot be known, with how it adds up; covered is false when none
 // of its resource groups covers the resource.
 func (k *checker) grantable(ctx context.Context, cq *unstructured.Unstructured, name string) (limit *resource.Quantity, explain string, covered bool) {
-	cohort, _, _ := unstructured.NestedString(cq.Object, "spec", "cohort")
-	if cohort == "" {
-		cohort, _, _ = unstructured.NestedString(cq.Object, "spec", "cohortName")
-	}
+	cohort := cohortOf(cq)
 	nominal, borrowing, unbounded, covered := quotaOf(cq, name)
 	if !covered {
 		return nil, "", false
@@ -666,20 +661,29 @@ func (k *checker) grantable(ctx context.Context, cq *unstructured.Unstructured, 
 		return &total, fmt.Sprintf("nominal %s, borrowing limit %s", nominal.String(), borrowing.String()), true
 	}
 	// No borrowing limit: at most what the whole cohort has.
-	list, err := k.client.Dynamic.Resource(clusterQueues).List(ctx, metav1.ListOptions{})
+	list, err := k.client.Dynamic.Resource(cq.GroupVersionKind().GroupVersion().WithResource("clusterqueues")).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, "", true
 	}
 	others := resource.Quantity{}
 	for _, other := range list.Items {
-		theirs, _, _ := unstructured.NestedString(other.Object, "spec", "cohort")
-		if other.GetName() != cq.GetName() && theirs == cohort {
+		if other.GetName() != cq.GetName() && cohortOf(&other) == cohort {
 			n, _, _, _ := quotaOf(&other, name)
 			others.Add(n)
 		}
 	}
 	total.Add(others)
 	return &total, fmt.Sprintf("nominal %s, and %s it may borrow in cohort %q", nominal.String(), others.String(), cohort), true
+}
+
+// cohortOf is a ClusterQueue's cohort: spec.cohort in Kueue's v1beta1,
+// spec.cohortName in v1beta2.
+func cohortOf(cq *unstructured.Unstructured) string {
+	if cohort, _, _ := unstructured.NestedString(cq.Object, "spec", "cohortName"); cohort != "" {
+		return cohort
+	}
+	cohort, _, _ := unstructured.NestedString(cq.Object, "spec", "cohort")
+	return cohort
 }
 
 // quotaOf adds up a resource's quota over a ClusterQueue's flavors: nominal,

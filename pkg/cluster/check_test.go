@@ -439,3 +439,16 @@ metadata: {name: torch-distributed}
 		`settings.yaml:4:16: numGpusPerPod: the job requests 64 nvidia.com/gpu in all (8 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
 	}, check(t, fakeCluster{objects: runtime}, strings.Replace(trainJob, "numPods: 2", "numPods: 8", 1)))
 }
+
+// Kueue's API is read in the newest version the cluster serves: v1beta1 is
+// deprecated since Kueue v0.15, and the API server warns of it on every read.
+func TestKueueInTheNewestVersionServed(t *testing.T) {
+	for served, want := range map[string]string{"kueue.x-k8s.io/v1beta2": "v1beta2", "kueue.x-k8s.io/v1beta1": "v1beta1", "": "v1beta1"} {
+		disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}
+		if served != "" {
+			disc.Resources = []*metav1.APIResourceList{{GroupVersion: served}}
+		}
+		client := &Client{Discovery: disc}
+		require.Equal(t, want, client.kueue(context.Background(), "localqueues").Version, "served: %q", served)
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"io"
 	"net/url"
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -45,6 +48,10 @@ func (f *Flags) Namespace() string { return f.overrides.Context.Namespace }
 
 // Client talks to one cluster.
 type Client struct {
+	// kueueVersion is the version of Kueue's API read, found once.
+	kueueOnce    sync.Once
+	kueueVersion string
+
 	Dynamic   dynamic.Interface
 	Discovery discovery.ServerResourcesInterfaceWithContext
 	// Namespace is the namespace of -n, else of the kubeconfig's context,
@@ -66,8 +73,9 @@ func (c *Client) every() time.Duration {
 }
 
 // Connect reads the kubeconfig as kubectl does and makes the clients. It does
-// not talk to the cluster yet.
-func (f *Flags) Connect(userAgent string) (*Client, error) {
+// not talk to the cluster yet. What the API server warns of goes to warnings,
+// each warning once, as kubectl writes them.
+func (f *Flags) Connect(userAgent string, warnings io.Writer) (*Client, error) {
 	if path := f.rules.ExplicitPath; path != "" {
 		if _, err := os.Stat(path); err != nil {
 			return nil, BadFlag{Err: fmt.Errorf("--kubeconfig %s: %w", path, errors.Unwrap(err))}
@@ -97,6 +105,7 @@ func (f *Flags) Connect(userAgent string) (*Client, error) {
 		return nil, Unreachable{Err: fmt.Errorf("reading the kubeconfig: %w", err)}
 	}
 	rest.UserAgent = userAgent
+	rest.WarningHandler = restclient.NewWarningWriter(warnings, restclient.WarningWriterOptions{Deduplicate: true})
 	// The checks ask their questions all at once.
 	rest.QPS, rest.Burst = 50, 100
 	if rest.Timeout == 0 {
@@ -156,4 +165,25 @@ func (c *Client) hasResource(ctx context.Context, gvr schema.GroupVersionResourc
 		}
 	}
 	return false
+}
+
+// kueueVersions are the versions of Kueue's API the generator reads, newest
+// first: Kueue v0.15 added v1beta2 and deprecated v1beta1, about which the
+// API server then warns on every request. The fields read are the same in
+// both, but for a ClusterQueue's cohort (cohort, cohortName).
+var kueueVersions = []string{"v1beta2", "v1beta1"}
+
+// kueue is a resource of Kueue's API, in the newest version the cluster
+// serves (v1beta1 when it serves none, for the messages that say so).
+func (c *Client) kueue(ctx context.Context, resource string) schema.GroupVersionResource {
+	c.kueueOnce.Do(func() {
+		c.kueueVersion = kueueVersions[len(kueueVersions)-1]
+		for _, v := range kueueVersions {
+			if _, err := c.Discovery.ServerResourcesForGroupVersionWithContext(ctx, "kueue.x-k8s.io/"+v); err == nil {
+				c.kueueVersion = v
+				break
+			}
+		}
+	})
+	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: c.kueueVersion, Resource: resource}
 }

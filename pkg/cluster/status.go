@@ -23,7 +23,6 @@ var (
 	deepSpeedJobs = schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "deepspeedjobs"}
 	jobSets       = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
 	trainJobs     = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"}
-	workloads     = schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloads"}
 	pods          = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	// Kueue's visibility API: the pendingworkloads of a LocalQueue.
 	visibleQueues = schema.GroupVersionResource{Group: "visibility.kueue.x-k8s.io", Version: "v1beta1", Resource: "localqueues"}
@@ -624,7 +623,7 @@ type workload struct {
 // workloadOf finds the Kueue Workload of a job: the one it owns. None when
 // Kueue has made none (yet), or is not installed.
 func (c *Client) workloadOf(ctx context.Context, obj *unstructured.Unstructured) (*workload, error) {
-	list, err := c.Dynamic.Resource(workloads).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
+	list, err := c.Dynamic.Resource(c.kueue(ctx, "workloads")).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
