@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -601,6 +602,73 @@ func (k *checker) queue(ctx context.Context) {
 		k.add(diag.Warning, path, "%s is stopped (stopPolicy: %s): Kueue admits nothing from it until an administrator resumes it", behind, stop)
 	}
 	k.quota(ctx, cq, behind)
+	k.topology(ctx, cq, behind)
+}
+
+// topology checks that Kueue can place a job whose pods ask for one topology
+// domain (topology: required or preferred): a flavor of the ClusterQueue
+// names a Topology (Kueue's topology-aware scheduling) that has the level.
+func (k *checker) topology(ctx context.Context, cq *unstructured.Unstructured, behind string) {
+	asked, _ := k.values["topology"].(map[string]any)
+	var mode, level string
+	for m, l := range asked {
+		mode = m
+		level, _ = l.(string)
+	}
+	if level == "" {
+		return
+	}
+	path := diag.Path{"topology", mode}
+	var named []string
+	for _, flavor := range flavorNames(cq) {
+		rf, err := k.get(ctx, k.client.kueue(ctx, "resourceflavors"), "", flavor)
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				k.unchecked(path, fmt.Sprintf("ResourceFlavor %q of %s", flavor, behind), "ResourceFlavor", err)
+			}
+			continue
+		}
+		if name, _, _ := unstructured.NestedString(rf.Object, "spec", "topologyName"); name != "" {
+			named = append(named, name)
+		}
+	}
+	if len(named) == 0 {
+		// Preferred or required, Kueue admits a job that asks for a
+		// topology only to a flavor that has one.
+		k.add(diag.Error, path, "no ResourceFlavor of %s names a Topology: Kueue admits a job that asks for one %s only to a flavor with a Topology, and the job would wait forever; name a LocalQueue whose ClusterQueue schedules by topology, or remove topology", behind, level)
+		return
+	}
+	var levels []string
+	for _, name := range named {
+		topo, err := k.get(ctx, k.client.kueue(ctx, "topologies"), "", name)
+		if err != nil {
+			return // an older Kueue serves Topologies in another version: nothing to compare with
+		}
+		list, _, _ := unstructured.NestedSlice(topo.Object, "spec", "levels")
+		for _, l := range list {
+			label, _, _ := unstructured.NestedString(l.(map[string]any), "nodeLabel")
+			if label == level {
+				return
+			}
+			levels = append(levels, label)
+		}
+	}
+	k.add(diag.Error, path, "Topology %q of %s has no level %s (its levels: %s): Kueue cannot place the job; name one of its levels", strings.Join(named, `", "`), behind, level, strings.Join(levels, ", "))
+}
+
+// flavorNames are the ResourceFlavors a ClusterQueue's quota is in.
+func flavorNames(cq *unstructured.Unstructured) []string {
+	var names []string
+	groups, _, _ := unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
+	for _, g := range groups {
+		flavors, _ := g.(map[string]any)["flavors"].([]any)
+		for _, f := range flavors {
+			if name, _ := f.(map[string]any)["name"].(string); name != "" && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
 }
 
 // inactive tells whether a ClusterQueue's Active condition is false, and why.

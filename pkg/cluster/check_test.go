@@ -44,7 +44,7 @@ var resources = map[string]map[string]string{
 	"scheduling.k8s.io/v1":           {"priorityclasses": "PriorityClass"},
 	"storage.k8s.io/v1":              {"storageclasses": "StorageClass"},
 	"authorization.k8s.io/v1":        {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
-	"kueue.x-k8s.io/v1beta1":         {"localqueues": "LocalQueue", "clusterqueues": "ClusterQueue", "workloadpriorityclasses": "WorkloadPriorityClass", "workloads": "Workload"},
+	"kueue.x-k8s.io/v1beta1":         {"localqueues": "LocalQueue", "clusterqueues": "ClusterQueue", "workloadpriorityclasses": "WorkloadPriorityClass", "workloads": "Workload", "resourceflavors": "ResourceFlavor", "topologies": "Topology"},
 	"workload.codeflare.dev/v1beta2": {"appwrappers": "AppWrapper"},
 	"kubeflow.org/v1":                {"pytorchjobs": "PyTorchJob"},
 	"batch.tensorstack.dev/v1beta1":  {"pytorchtrainingjobs": "PyTorchTrainingJob", "deepspeedjobs": "DeepSpeedJob"},
@@ -451,4 +451,45 @@ func TestKueueInTheNewestVersionServed(t *testing.T) {
 		client := &Client{Discovery: disc}
 		require.Equal(t, want, client.kueue(context.Background(), "localqueues").Version, "served: %q", served)
 	}
+}
+
+func TestCheckTopology(t *testing.T) {
+	tas := `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: racks, namespace: ml}
+spec: {clusterQueue: racks}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: racks}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: racked
+      resources: [{name: cpu, nominalQuota: 512}, {name: memory, nominalQuota: 4Ti}, {name: nvidia.com/gpu, nominalQuota: 32}]
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata: {name: racked}
+spec: {nodeLabels: {type: gpu}, topologyName: dc}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Topology
+metadata: {name: dc}
+spec:
+  levels: [{nodeLabel: example.com/block}, {nodeLabel: example.com/rack}]
+`
+	require.Empty(t, check(t, fakeCluster{objects: tas}, helloworld+"queueName: racks\ntopology: {required: example.com/rack}\n"))
+	require.Equal(t, []string{
+		`settings.yaml:7:22: topology.required: Topology "dc" of ClusterQueue "racks" (behind LocalQueue "racks") has no level example.com/row (its levels: example.com/block, example.com/rack): Kueue cannot place the job; name one of its levels`,
+	}, check(t, fakeCluster{objects: tas}, helloworld+"queueName: racks\ntopology: {required: example.com/row}\n"))
+	// cluster-queue's flavor, gpu, is not there: no Topology.
+	require.Equal(t, []string{
+		`settings.yaml:6:22: topology.required: no ResourceFlavor of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") names a Topology: Kueue admits a job that asks for one example.com/rack only to a flavor with a Topology, and the job would wait forever; name a LocalQueue whose ClusterQueue schedules by topology, or remove topology`,
+	}, check(t, fakeCluster{}, helloworld+"topology: {required: example.com/rack}\n"))
+	require.Equal(t, []string{
+		`settings.yaml:6:23: topology.preferred: no ResourceFlavor of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") names a Topology: Kueue admits a job that asks for one example.com/rack only to a flavor with a Topology, and the job would wait forever; name a LocalQueue whose ClusterQueue schedules by topology, or remove topology`,
+	}, check(t, fakeCluster{}, helloworld+"topology: {preferred: example.com/rack}\n"))
 }

@@ -308,37 +308,53 @@ func replicas(job map[string]any) int {
 	return n
 }
 
-// Every example and starter: a PyTorchJob, wrapped or bare, is admitted by
-// Kueue and runs to Succeeded with all its pods bound to GPU nodes; a T9k job
-// (no T9k controller runs here) is admitted with the podSets its AppWrapper
-// declares, and the AppWrapper creates it and goes Running.
+// Every example and starter: a PyTorchJob or a JobSet, wrapped or bare, and a
+// TrainJob are admitted by Kueue and run to their end (a PyTorchJob's pods
+// bound to GPU nodes); a T9k job (no T9k controller runs here) is admitted
+// with the podSets its AppWrapper declares, and the AppWrapper creates it and
+// goes Running. A job that asks for a topology goes to topology-queue, whose
+// flavor names the cluster's Topology.
 func (s *sim) examples(t *testing.T) {
 	for _, file := range append(cases.Examples(t), cases.Starters(t)...) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			start := time.Now()
 			manifest := s.render(t, file)
+			if bytes.Contains(manifest, []byte("kueue.x-k8s.io/podset-required-topology")) {
+				manifest = s.render(t, file, "--set", "queueName=topology-queue")
+			}
 			obj := s.submit(t, manifest)
 			namespace := namespaceOf(obj)
 			name := obj["metadata"].(map[string]any)["name"].(string)
 			defer kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
+			ended := func(what string) {
+				w := s.workloads(t, namespace)[name]
+				require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
+				t.Logf("%s: %s in %s", name, what, time.Since(start).Round(time.Millisecond))
+			}
 
-			if obj["kind"] == "PyTorchJob" {
-				s.waitFor(t, namespace, "bare PyTorchJob "+name+" Succeeded", 2*time.Minute, func() bool {
-					out := kubectl(t, s.cluster, nil, "get", "pytorchjob", name, "-n", namespace, "-o", `jsonpath={.status.conditions[?(@.type=="Succeeded")].status}`)
+			switch obj["kind"] {
+			case "PyTorchJob", "JobSet", "TrainJob":
+				// Bare: the condition each kind ends with.
+				condition := map[any]string{"PyTorchJob": "Succeeded", "JobSet": "Completed", "TrainJob": "Complete"}[obj["kind"]]
+				s.waitFor(t, namespace, fmt.Sprintf("bare %s %s %s", obj["kind"], name, condition), 2*time.Minute, func() bool {
+					out := kubectl(t, s.cluster, nil, "get", strings.ToLower(obj["kind"].(string)), name, "-n", namespace, "-o",
+						fmt.Sprintf(`jsonpath={.status.conditions[?(@.type==%q)].status}`, condition))
 					return out == "True"
 				})
-				require.True(t, s.workloads(t, namespace)[name].finished, "the Workload of %s is Finished", name)
-				s.checkPods(t, namespace, name, replicas(obj), "Succeeded")
-				t.Logf("%s: Succeeded in %s", name, time.Since(start).Round(time.Millisecond))
+				if obj["kind"] == "PyTorchJob" {
+					s.checkPods(t, namespace, name, replicas(obj), "Succeeded")
+				}
+				ended(condition)
 				return
 			}
 			job := fidelity.Wrapped(obj)[0]
-			if job["kind"] == "PyTorchJob" {
+			switch job["kind"] {
+			case "PyTorchJob", "JobSet":
 				s.waitPhase(t, namespace, name, "Succeeded", time.Minute)
-				w := s.workloads(t, namespace)[name]
-				require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
-				s.checkPods(t, namespace, name, replicas(job), "Succeeded")
-				t.Logf("%s: Succeeded in %s", name, time.Since(start).Round(time.Millisecond))
+				if job["kind"] == "PyTorchJob" {
+					s.checkPods(t, namespace, name, replicas(job), "Succeeded")
+				}
+				ended("Succeeded")
 				return
 			}
 			s.waitPhase(t, namespace, name, "Running", time.Minute)

@@ -506,6 +506,7 @@ const kueuePyTorchJobLabel = "sim.torchwrap.dev/kueue-pytorchjob"
 //   - every starter, and every example without namespace: LocalQueue
 //     default-queue;
 //   - deepspeedjob: PVC dschat;
+//   - trainjob: PVC my-data-pvc;
 //   - kueue-pytorchjob-without-appwrapper: namespace team-vision, LocalQueue
 //     team-vision-queue;
 //   - multi-node-gdr: namespace team-llm, LocalQueue team-llm-queue, PVC
@@ -594,7 +595,7 @@ spec: {clusterQueue: %s}
 	}
 	for _, pvc := range []struct{ namespace, name string }{
 		{"default", "dschat"}, {"default", "imagenet-dataset"}, {"default", "shared-datasets"},
-		{"default", "llama-checkpoints"}, {"default", "tutorial"}, {"team-llm", "llm-checkpoints"},
+		{"default", "llama-checkpoints"}, {"default", "tutorial"}, {"default", "my-data-pvc"}, {"team-llm", "llm-checkpoints"},
 	} {
 		fmt.Fprintf(&b, `---
 apiVersion: v1
