@@ -48,6 +48,13 @@ func (c *Client) Submit(ctx context.Context, job *Job, force bool) (Submission, 
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return done, c.failed(err, "reading the "+ref.String())
+	case metav1.GetControllerOf(old) != nil:
+		// Another job's part, such as the JobSet an AppWrapper or a
+		// TrainJob of that name made: not this one's to replace, even
+		// with force.
+		owner := metav1.GetControllerOf(old)
+		return done, fmt.Errorf("the %s is a part of %s %q, which made it: submitting would replace a part of another job; choose another jobName",
+			ref, owner.Kind, owner.Name)
 	default:
 		status, err := c.statusOf(ctx, old)
 		if err != nil {

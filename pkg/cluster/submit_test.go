@@ -196,3 +196,23 @@ func TestSubmitABareJobSetOrTrainJob(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, jobSets, got[0].GetResource())
 }
+
+// A job of the same name that another job made (the JobSet of an AppWrapper
+// or of a TrainJob) is not replaced, even with force.
+func TestSubmitLeavesAnotherJobsPartAlone(t *testing.T) {
+	var got []clienttesting.PatchActionImpl
+	client := cluster(t, applies(&got), `apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: demo
+  namespace: ml
+  ownerReferences: [{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, name: demo, uid: tj-uid, controller: true}]
+`)
+	job := rendered(t, `apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: demo, namespace: ml}
+`)
+	_, err := client.Submit(context.Background(), job, true)
+	require.EqualError(t, err, `the JobSet "demo" in namespace "ml" is a part of TrainJob "demo", which made it: submitting would replace a part of another job; choose another jobName`)
+	require.Empty(t, got)
+}
