@@ -728,8 +728,14 @@ func (k *checker) grantable(ctx context.Context, cq *unstructured.Unstructured, 
 		total.Add(borrowing)
 		return &total, fmt.Sprintf("nominal %s, borrowing limit %s", nominal.String(), borrowing.String()), true
 	}
-	// No borrowing limit: at most what the whole cohort has.
-	list, err := k.client.Dynamic.Resource(cq.GroupVersionKind().GroupVersion().WithResource("clusterqueues")).List(ctx, metav1.ListOptions{})
+	// No borrowing limit: at most what the whole cohort has. A Cohort
+	// object of that name may hold quota of its own, and a parent cohort
+	// more: then what the ClusterQueue may borrow is not worked out here.
+	kueue := cq.GroupVersionKind().GroupVersion()
+	if _, err := k.get(ctx, kueue.WithResource("cohorts"), "", cohort); !apierrors.IsNotFound(err) {
+		return nil, "", true
+	}
+	list, err := k.client.Dynamic.Resource(kueue.WithResource("clusterqueues")).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, "", true
 	}

@@ -44,7 +44,7 @@ var resources = map[string]map[string]string{
 	"scheduling.k8s.io/v1":           {"priorityclasses": "PriorityClass"},
 	"storage.k8s.io/v1":              {"storageclasses": "StorageClass"},
 	"authorization.k8s.io/v1":        {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
-	"kueue.x-k8s.io/v1beta1":         {"localqueues": "LocalQueue", "clusterqueues": "ClusterQueue", "workloadpriorityclasses": "WorkloadPriorityClass", "workloads": "Workload", "resourceflavors": "ResourceFlavor", "topologies": "Topology"},
+	"kueue.x-k8s.io/v1beta1":         {"localqueues": "LocalQueue", "clusterqueues": "ClusterQueue", "workloadpriorityclasses": "WorkloadPriorityClass", "workloads": "Workload", "resourceflavors": "ResourceFlavor", "topologies": "Topology", "cohorts": "Cohort"},
 	"workload.codeflare.dev/v1beta2": {"appwrappers": "AppWrapper"},
 	"kubeflow.org/v1":                {"pytorchjobs": "PyTorchJob"},
 	"batch.tensorstack.dev/v1beta1":  {"pytorchtrainingjobs": "PyTorchTrainingJob", "deepspeedjobs": "DeepSpeedJob"},
@@ -263,6 +263,14 @@ spec:
 	require.Equal(t, []string{
 		`settings.yaml:4:16: numGpusPerPod: the job requests 32 nvidia.com/gpu in all (4 pods × 8), but ClusterQueue "unlimited" (behind LocalQueue "shared") can grant at most 24 (nominal 8, and 16 it may borrow in cohort "all"): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
 	}, check(t, fakeCluster{objects: strings.ReplaceAll(cohort, "%s", "unlimited")}, settings))
+	// A Cohort object may hold quota of its own: the most the ClusterQueue
+	// may borrow is not known, and nothing is said.
+	require.Empty(t, check(t, fakeCluster{objects: strings.ReplaceAll(cohort, "%s", "unlimited") + `
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: Cohort
+metadata: {name: all}
+`}, settings))
 }
 
 func TestCheckObjectsTheSettingsName(t *testing.T) {
