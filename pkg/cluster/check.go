@@ -248,6 +248,13 @@ type reference struct {
 	closestOnly bool
 }
 
+// source is where an environment setting takes its values from: the key
+// that names a Secret or a ConfigMap.
+type source struct {
+	key, kind string
+	gvr       schema.GroupVersionResource
+}
+
 // references lists the objects the settings name.
 func (k *checker) references(ctx context.Context) []reference {
 	v, ns := k.values, k.namespace
@@ -270,11 +277,7 @@ func (k *checker) references(ctx context.Context) []reference {
 		add(reference{path: at("volumes", i, "claimName"), kind: "PersistentVolumeClaim", gvr: claims, namespace: ns, name: text(vol, "claimName")})
 	}
 	for i, env := range items(v, "environmentVariables") {
-		for _, from := range []struct {
-			key  string
-			kind string
-			gvr  schema.GroupVersionResource
-		}{{"secret", "Secret", secrets}, {"configmap", "ConfigMap", configMaps}} {
+		for _, from := range []source{{"secret", "Secret", secrets}, {"configmap", "ConfigMap", configMaps}} {
 			if ref, ok := env[from.key].(map[string]any); ok {
 				add(reference{path: at("environmentVariables", i, from.key, "name"), kind: from.kind, gvr: from.gvr, namespace: ns,
 					name: text(ref, "name"), key: text(ref, "key"), keyPath: at("environmentVariables", i, from.key, "key")})
@@ -282,11 +285,7 @@ func (k *checker) references(ctx context.Context) []reference {
 		}
 	}
 	for i, src := range items(v, "envFrom") {
-		for _, from := range []struct {
-			key  string
-			kind string
-			gvr  schema.GroupVersionResource
-		}{{"secretRef", "Secret", secrets}, {"configMapRef", "ConfigMap", configMaps}} {
+		for _, from := range []source{{"secretRef", "Secret", secrets}, {"configMapRef", "ConfigMap", configMaps}} {
 			if ref, ok := src[from.key].(map[string]any); ok && ref["optional"] != true {
 				add(reference{path: at("envFrom", i, from.key, "name"), kind: from.kind, gvr: from.gvr, namespace: ns, name: text(ref, "name"),
 					fix: "or mark it optional: true"})

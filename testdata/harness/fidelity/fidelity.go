@@ -121,7 +121,8 @@ var (
 	}
 	// TorchDistributedRuntime, not a CRD but read the same way, is the
 	// trainer's ClusterTrainingRuntime torch-distributed (the generator's
-	// default trainingRuntime), which the simulated cluster installs.
+	// default trainingRuntime), against which the TrainJob rules check a
+	// TrainJob's runtime patches.
 	TorchDistributedRuntime = UpstreamCRD{
 		Module: "github.com/kubeflow/trainer/v2@v2.3.0",
 		Path:   "manifests/base/runtimes/torch_distributed.yaml",
