@@ -21,10 +21,10 @@ import (
 )
 
 // TestExamplesOnARealAPIServer renders every example with the generator
-// binary and hands it to a real kube-apiserver with the AppWrapper and
-// PyTorchJob CRDs, and the CRDs built from our T9k schema, installed: strict
-// server-side dry-run, a real create, a get that returns what was sent, and a
-// delete; the wrapped job of an AppWrapper is also applied on its own, since
+// binary and hands it to a real kube-apiserver with the AppWrapper,
+// PyTorchJob, JobSet and TrainJob CRDs, and the CRDs built from our T9k
+// schema, installed: strict server-side dry-run, a real create, a get that
+// returns what was sent (with the CRD's defaults), and a delete; the wrapped job of an AppWrapper is also applied on its own, since
 // the AppWrapper CRD does not look inside its template. An example with
 // wrapper: none renders the job alone, which goes through the same steps.
 func TestExamplesOnARealAPIServer(t *testing.T) {
@@ -33,7 +33,16 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 
 	// create, not apply: the PyTorchJob CRD is too large for the
 	// last-applied-configuration annotation of a client-side apply.
-	require.NoError(t, cluster.CreateAll(jobCRDs(t)))
+	crds := jobCRDs(t, fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD, fidelity.JobSetCRD, fidelity.TrainJobCRD)
+	require.NoError(t, cluster.CreateAll(crds))
+	// What the API server keeps is what was sent, with the CRD's defaults
+	// (a TrainJob's managedBy and suspend).
+	byKind := map[string]*fidelity.CRD{}
+	for _, data := range crds {
+		crd, err := fidelity.ParseCRD(data)
+		require.NoError(t, err)
+		byKind[crd.GVK.Kind] = crd
+	}
 
 	for _, example := range append(cases.Examples(t), cases.Starters(t)...) {
 		t.Run(filepath.Base(example), func(t *testing.T) {
@@ -51,7 +60,9 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 			list := jsonObject(t, []byte(kubectl(t, cluster, manifest, "get", "-f", "-", "-o", "json")))
 			require.Len(t, list["items"], 1)
 			got := list["items"].([]any)[0].(map[string]any)
-			require.Equal(t, sent["spec"], got["spec"], "the API server keeps the spec as sent")
+			admitted, problems := byKind[sent["kind"].(string)].Admit(sent)
+			require.Empty(t, problems)
+			require.Equal(t, jsonObject(t, admitted)["spec"], got["spec"], "the API server keeps the spec as sent, with the CRD's defaults")
 			for _, field := range []string{"labels", "annotations"} {
 				sentMeta, gotMeta := sent["metadata"].(map[string]any), got["metadata"].(map[string]any)
 				if want, ok := sentMeta[field].(map[string]any); ok {
@@ -152,14 +163,14 @@ func kubectl(t *testing.T, c *e2e.Cluster, stdin []byte, args ...string) string 
 	return out
 }
 
-// jobCRDs are the CRDs of the objects the generator renders: AppWrapper and
-// PyTorchJob from their upstream modules, and the T9k kinds from our schema.
-func jobCRDs(t *testing.T) [][]byte {
+// jobCRDs are the CRDs of the objects the generator renders: the T9k kinds
+// from our schema, and the upstream ones given, from their modules.
+func jobCRDs(t *testing.T, upstream ...fidelity.UpstreamCRD) [][]byte {
 	t.Helper()
 	crds, err := fidelity.T9kCRDs()
 	require.NoError(t, err)
-	for _, upstream := range []fidelity.UpstreamCRD{fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD} {
-		data, err := upstream.Read()
+	for _, u := range upstream {
+		data, err := u.Read()
 		require.NoError(t, err)
 		crds = append(crds, data)
 	}

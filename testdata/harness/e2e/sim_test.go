@@ -37,7 +37,9 @@ func TestSimulatedCluster(t *testing.T) {
 	require.NoError(t, err)
 	cluster := startCluster(t)
 	start := time.Now()
-	require.NoError(t, cluster.StartSim(bins, jobCRDs(t)))
+	// StartSim installs JobSet's and the Trainer's CRDs from the modules of
+	// their controllers.
+	require.NoError(t, cluster.StartSim(bins, jobCRDs(t, fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD)))
 	t.Logf("simulated cluster ready in %s (after the API server)", time.Since(start).Round(time.Millisecond))
 	researcher, err := cluster.KubeconfigFor(e2e.Researcher, e2e.SimRBACNamespace)
 	require.NoError(t, err)
