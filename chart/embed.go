@@ -6,9 +6,11 @@ package chart
 import (
 	"embed"
 	"fmt"
+	"io/fs"
 	"sync"
 
 	helmchart "helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	"sigs.k8s.io/yaml"
 )
 
@@ -32,3 +34,25 @@ var Metadata = sync.OnceValues(func() (*helmchart.Metadata, error) {
 	}
 	return &m, nil
 })
+
+// Load loads the embedded chart with Helm's chart loader, as helm template
+// loads the chart's folder.
+func Load() (*helmchart.Chart, error) {
+	var files []*loader.BufferedFile
+	err := fs.WalkDir(Files, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := Files.ReadFile(path)
+		files = append(files, &loader.BufferedFile{Name: path, Data: data})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded chart: %w", err)
+	}
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("embedded chart: %w", err)
+	}
+	return c, nil
+}

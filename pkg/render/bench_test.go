@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	chartfiles "github.com/torchwrap/generator/chart"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/testdata/cases"
@@ -44,11 +45,11 @@ func BenchmarkEndToEnd(b *testing.B) {
 	}
 }
 
-// BenchmarkLoadChart loads the embedded chart: once per process.
+// BenchmarkLoadChart loads the embedded chart (chart.Load): once per process.
 func BenchmarkLoadChart(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := render.LoadEmbeddedChart(); err != nil {
+		if _, err := chartfiles.Load(); err != nil {
 			b.Fatal(err)
 		}
 	}

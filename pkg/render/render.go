@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"sort"
 	"strings"
 	"sync"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 
@@ -25,32 +23,7 @@ import (
 )
 
 // Chart is the embedded chart, loaded on first use.
-var Chart = sync.OnceValues(LoadEmbeddedChart)
-
-// LoadEmbeddedChart loads the chart embedded in the binary.
-func LoadEmbeddedChart() (*chart.Chart, error) {
-	return loadChart(chartfiles.Files)
-}
-
-func loadChart(fsys fs.FS) (*chart.Chart, error) {
-	var files []*loader.BufferedFile
-	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := fs.ReadFile(fsys, path)
-		files = append(files, &loader.BufferedFile{Name: path, Data: data})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded chart: %w", err)
-	}
-	c, err := loader.LoadFiles(files)
-	if err != nil {
-		return nil, fmt.Errorf("embedded chart: %w", err)
-	}
-	return c, nil
-}
+var Chart = sync.OnceValues(chartfiles.Load)
 
 // Result is a successful render.
 type Result struct {

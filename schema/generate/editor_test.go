@@ -9,7 +9,7 @@ import (
 	"github.com/xeipuuv/gojsonschema"
 	"helm.sh/helm/v3/pkg/chartutil"
 
-	"github.com/torchwrap/generator/pkg/render"
+	chartfiles "github.com/torchwrap/generator/chart"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
 	"github.com/torchwrap/generator/testdata/cases"
@@ -75,7 +75,7 @@ func quoted(s string) string {
 // the editor schema's verdict on the file is the settings schema's verdict on
 // the file merged over the chart's defaults, as Helm merges it.
 func TestEditorSchemaJudgesTheFileAsTheSchemaJudgesTheMergedValues(t *testing.T) {
-	c, err := render.LoadEmbeddedChart()
+	c, err := chartfiles.Load()
 	require.NoError(t, err)
 	source, err := gojsonschema.NewSchema(gojsonschema.NewBytesLoader(schema.JSON))
 	require.NoError(t, err)
