@@ -55,10 +55,10 @@ e2e:
 e2e-cluster:
 	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 80m -v -run '^TestSimulatedCluster$$' ./e2e/
 
-## cross: the generator module builds for every release platform
+## cross: the generator module builds for every release platform (static and -trimpath, as make dist builds, so that dist reuses the compiled packages)
 cross:
-	@for p in $(PLATFORMS); do echo "GOOS=$${p%/*} GOARCH=$${p#*/} go build ./..."; \
-	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build ./... || exit 1; done
+	@for p in $(PLATFORMS); do echo "GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath ./..."; \
+	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath ./... || exit 1; done
 
 ## fuzz: each fuzz target for FUZZTIME (go test -fuzz); what a target finds
 ## goes to its package's testdata/fuzz and becomes a test case
