@@ -24,9 +24,10 @@ import (
 // binary and hands it to a real kube-apiserver with the AppWrapper,
 // PyTorchJob, JobSet and TrainJob CRDs, and the CRDs built from our T9k
 // schema, installed: strict server-side dry-run, a real create, a get that
-// returns what was sent (with the CRD's defaults), and a delete; the wrapped job of an AppWrapper is also applied on its own, since
-// the AppWrapper CRD does not look inside its template. An example with
-// wrapper: none renders the job alone, which goes through the same steps.
+// returns what was sent (with the CRD's defaults), and a delete; the wrapped
+// job of an AppWrapper is also applied on its own, since the AppWrapper CRD
+// does not look inside its template. An example with wrapper: none renders
+// the job alone, which goes through the same steps.
 func TestExamplesOnARealAPIServer(t *testing.T) {
 	cluster := startCluster(t)
 	generator := buildGenerator(t)
