@@ -8,7 +8,7 @@ HARNESS  = testdata/harness
 EDITOR_TEST = testdata/editor
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
-.PHONY: build run test integration e2e e2e-cluster cross fuzz bench golden generate lint fmt dist
+.PHONY: build run test integration e2e e2e-cluster sim-cluster sim-deps cross fuzz bench golden generate lint fmt dist
 
 ## build: the generator binary, in bin/
 build:
@@ -48,12 +48,26 @@ e2e:
 
 ## e2e-cluster: rendered jobs queued, admitted and run to their end in a
 ## simulated GPU cluster on 127.0.0.1: kube-apiserver, etcd, controller manager
-## and scheduler, kwok's fake GPU nodes in blocks and racks, Kueue (with
-## topology-aware scheduling), AppWrapper, the training operator, JobSet and
-## Kubeflow Trainer v2, all built from Go modules pinned in testdata/e2e (the
-## first run builds them: about 35 minutes on two cores; later runs reuse them)
-e2e-cluster:
+## and scheduler, kwok's fake GPU nodes in blocks and racks, process nodes whose
+## pods run for real (torchrun from Debian's PyTorch, each pod in network and
+## mount namespaces of its own; needs root), Kueue (with topology-aware
+## scheduling), AppWrapper, the training operator, JobSet and Kubeflow Trainer
+## v2, all built from Go modules pinned in testdata/e2e (the first run builds
+## them: about 35 minutes on two cores; later runs reuse them)
+e2e-cluster: sim-deps
 	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 80m -v -run '^TestSimulatedCluster$$' ./e2e/
+
+## sim-cluster: the simulated cluster of make e2e-cluster, by hand, with the
+## same controllers, queues and nodes: prints the admin's kubeconfig file as
+## its first line, keeps the cluster until Ctrl-C, then stops it (needs root)
+sim-cluster: sim-deps
+	@cd $(HARNESS) && $(GO) build -o $(CURDIR)/bin/sim-cluster ./cmd/sim-cluster
+	@bin/sim-cluster -repo $(CURDIR)
+
+## sim-deps: what the process nodes run, from Debian's packages when missing:
+## python3-torch and bind9-dnsutils (needs root to install them)
+sim-deps:
+	@bash .ci/sim-deps
 
 ## cross: the generator module builds for every release platform (static and -trimpath, as make dist builds, so that dist reuses the compiled packages)
 cross:

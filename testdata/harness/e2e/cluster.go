@@ -77,6 +77,10 @@ type Cluster struct {
 	dir        string
 	server     string
 	procs      []*process
+	// The simulated cluster's process nodes, and the folder of their
+	// programs.
+	processNodes *ProcessKubelet
+	programs     string
 }
 
 // process is a started program; done is closed once it has exited.
@@ -275,11 +279,16 @@ func (c *Cluster) logTail() string {
 	return b.String()
 }
 
-// Stop stops every process Start started, the API server first, each with
-// SIGTERM to its process group and, after 10 seconds, SIGKILL. It waits for
-// each to exit and returns the PIDs it stopped.
+// Stop stops the process nodes' pods and every process Start and StartSim
+// started, the API server first, each with SIGTERM to its process group and,
+// after 10 seconds, SIGKILL. It waits for each to exit and returns the PIDs
+// it stopped.
 func (c *Cluster) Stop() []int {
 	var pids []int
+	if c.processNodes != nil {
+		pids = c.processNodes.Stop()
+		c.processNodes = nil
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
 		pid := p.cmd.Process.Pid

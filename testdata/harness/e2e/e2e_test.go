@@ -126,6 +126,13 @@ func startCluster(t *testing.T) *e2e.Cluster {
 	require.NoError(t, err)
 	cluster, err := e2e.Start(bins, t.TempDir())
 	require.NoError(t, err)
+	stopAtCleanup(t, cluster)
+	return cluster
+}
+
+// stopAtCleanup stops the cluster when the test ends, pass or fail, and
+// checks that nothing it started is left running.
+func stopAtCleanup(t *testing.T, cluster *e2e.Cluster) {
 	t.Cleanup(func() {
 		pids := cluster.Stop()
 		t.Logf("stopped processes %v", pids)
@@ -133,7 +140,6 @@ func startCluster(t *testing.T) *e2e.Cluster {
 			require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "process %d is still running", pid)
 		}
 	})
-	return cluster
 }
 
 func buildGenerator(t *testing.T) string {

@@ -16,7 +16,9 @@ package e2e
 //   - the Kubeflow training operator (PyTorchJob);
 //   - the JobSet controller;
 //   - the Kubeflow Trainer v2 controller (TrainJob), with a
-//     ClusterTrainingRuntime torch-distributed.
+//     ClusterTrainingRuntime torch-distributed;
+//   - the kubelet of the process nodes, whose pods run for real
+//     (processnodes.go).
 //
 // The webhooks of the last five are served on loopback, with one
 // certificate for 127.0.0.1 that StartSim writes.
@@ -37,6 +39,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/testdata/harness/pinned"
@@ -112,6 +116,34 @@ func BuildSim(testdata string, logf func(string, ...any)) (SimBinaries, error) {
 	return b, nil
 }
 
+// StartSimulated builds the programs of the simulated cluster from the
+// wrapper modules of the repository at root (or reuses them), starts the API
+// server and the simulated cluster in dir, with the CRDs of the jobs crds
+// and the programs of root's testdata/sim, and returns it running. On error,
+// what was started is stopped. logf reports progress.
+func StartSimulated(root, dir string, crds [][]byte, logf func(string, ...any)) (*Cluster, error) {
+	testdata := filepath.Join(root, "testdata")
+	bins, err := Build(filepath.Join(testdata, "e2e", "kube"), logf)
+	if err != nil {
+		return nil, err
+	}
+	sim, err := BuildSim(filepath.Join(testdata, "e2e"), logf)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Start(bins, dir)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := c.StartSim(sim, crds, filepath.Join(testdata, "sim")); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	logf("simulated cluster ready in %s (after the API server)", time.Since(start).Round(time.Millisecond))
+	return c, nil
+}
+
 // moduleDir is the folder of a module that the wrapper module requires, in
 // the module cache.
 func moduleDir(wrapper, module string) (string, error) {
@@ -156,9 +188,12 @@ const (
 // their configuration, certificates and logs in c's folder, installs the
 // CRDs (Kueue's and NetworkAttachmentDefinition) and the cluster's fixed
 // objects (nodes, priority classes, queues, and what the jobs find in their
-// namespaces: userObjects), and waits until every controller is ready. CRDs
-// of the jobs (AppWrapper, PyTorchJob, T9k) are the caller's, in crds.
-func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
+// namespaces: userObjects), starts the kubelet of the process nodes, and
+// waits until every controller is ready. CRDs of the jobs (AppWrapper,
+// PyTorchJob, T9k) are the caller's, in crds. programs is the folder of the
+// process nodes' programs (testdata/sim), which the claim ProgramsClaim gives
+// the pods: namespace default has it, and ProgramsClaim makes it in others.
+func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error {
 	dir := filepath.Join(c.dir, "sim")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -347,14 +382,33 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte) error {
 	if err := c.CreateAll(append(kueueHooks, []byte(queues()), []byte(userObjects()), []byte(torchDistributed))); err != nil {
 		return err
 	}
-	return c.waitFor("the fake nodes Ready and the ClusterQueues active", 2*time.Minute, func() bool {
+	c.programs = programs
+	if err := c.ProgramsClaim("default"); err != nil {
+		return err
+	}
+	allocatable := corev1.ResourceList{}
+	for name, q := range map[corev1.ResourceName]string{"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": fmt.Sprint(SimNodeGPUs)} {
+		allocatable[name] = resource.MustParse(q)
+	}
+	if c.processNodes, err = StartProcessKubelet(kc, filepath.Join(dir, "process-nodes"), processNodeNames(), allocatable,
+		filepath.Join(dir, "certs", "tls.crt"), filepath.Join(dir, "certs", "tls.key")); err != nil {
+		return err
+	}
+	return c.waitFor("the nodes Ready and the ClusterQueues active", 2*time.Minute, func() bool {
 		nodes, err := c.Kubectl(nil, "get", "nodes", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
-		if err != nil || strings.Count(nodes, "True") != SimNodes {
+		if err != nil || strings.Count(nodes, "True") != SimNodes+ProcessNodes {
 			return false
 		}
 		active, err := c.Kubectl(nil, "get", "clusterqueues", "-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Active")].status}{"\n"}{end}`)
 		return err == nil && strings.Count(active, "True") == len(clusterQueues)
 	})
+}
+
+// ProgramsClaim makes the claim ProgramsClaim, which gives the process nodes'
+// pods the programs of testdata/sim, in a namespace.
+func (c *Cluster) ProgramsClaim(namespace string) error {
+	_, err := c.Kubectl([]byte(programsClaim(namespace, c.programs)), "create", "-f", "-")
+	return err
 }
 
 // privateMount is the command line of unshare that runs program with args in

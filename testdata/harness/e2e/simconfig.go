@@ -364,7 +364,86 @@ status:
   capacity: *resources
 `, i, SimNodeGPUs, BlockLabel, RackLabel, i/(SimRackNodes*SimRacksPerBlock), i/SimRackNodes)
 	}
+	for i := range ProcessNodes {
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Node
+metadata:
+  name: %[1]s
+  labels:
+    type: process
+    kubernetes.io/hostname: %[1]s
+spec:
+  taints:
+  - {key: %[2]s, value: "true", effect: NoSchedule}
+status:
+  allocatable: &resources
+    cpu: "32"
+    memory: 256Gi
+    pods: "110"
+    nvidia.com/gpu: "%[3]d"
+  capacity: *resources
+`, processNodeName(i), processTaint, SimNodeGPUs)
+	}
 	return b.String()
+}
+
+// ProcessNodes is the number of process nodes: nodes whose pods run for
+// real, as processes of this machine (processnodes.go), each with
+// SimNodeGPUs GPUs that are only counted. They are labelled type: process
+// and tainted processTaint, so that only jobs of ProcessQueue (whose
+// ResourceFlavor selects them and tolerates the taint) go there.
+const ProcessNodes = 2
+
+// processTaint keeps what is not meant to run for real off the process
+// nodes.
+const processTaint = "sim.torchwrap.dev/process-node"
+
+// ProcessQueue is the LocalQueue (of ClusterQueue process-cq) of the jobs
+// that run on the process nodes; namespace default has one.
+const ProcessQueue = "process-queue"
+
+// ProcessClusterQueue is the ClusterQueue of the process nodes.
+const ProcessClusterQueue = "process-cq"
+
+func processNodeName(i int) string { return fmt.Sprintf("process-node-%d", i) }
+
+// processNodeNames are the names of the process nodes.
+func processNodeNames() []string {
+	var names []string
+	for i := range ProcessNodes {
+		names = append(names, processNodeName(i))
+	}
+	return names
+}
+
+// ProgramsClaim is the PersistentVolumeClaim that holds the process nodes'
+// programs (testdata/sim): Cluster.ProgramsClaim makes it in a namespace.
+const ProgramsClaim = "sim-programs"
+
+// programsClaim is ProgramsClaim in a namespace, bound to a hostPath
+// PersistentVolume of its own (a claim binds one volume) at the folder
+// programs.
+func programsClaim(namespace, programs string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: PersistentVolume
+metadata: {name: %[1]s-%[2]s}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadOnlyMany]
+  hostPath: {path: %[3]q}
+  claimRef: {namespace: %[2]s, name: %[1]s}
+  storageClassName: ""
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  accessModes: [ReadOnlyMany]
+  resources: {requests: {storage: 1Gi}}
+  volumeName: %[1]s-%[2]s
+  storageClassName: ""
+`, ProgramsClaim, namespace, programs)
 }
 
 // clusterQueue is a ClusterQueue of the simulated cluster: its
@@ -376,17 +455,19 @@ type clusterQueue struct {
 	rdma         bool
 }
 
-// clusterQueues: cluster-queue with quota for all the nodes; small-cq with
+// clusterQueues: cluster-queue with quota for all the fake nodes; small-cq with
 // SmallQueueGPUs GPUs, for the tests of queueing order; tiny-cq with
 // TinyQueueGPUs GPUs and no RDMA devices, for the checks of a job against its
 // queue's quota; TopologyClusterQueue, with quota for all the nodes in the
 // flavor that knows their topology, for the tests of topology-aware
-// scheduling. None is in a cohort: none borrows.
+// scheduling; ProcessClusterQueue, with quota for the GPUs of the process
+// nodes. None is in a cohort: none borrows.
 var clusterQueues = []clusterQueue{
 	{"cluster-queue", "gpu-flavor", SimNodes * SimNodeGPUs, true},
 	{"small-cq", "gpu-flavor", SmallQueueGPUs, true},
 	{"tiny-cq", "gpu-flavor", TinyQueueGPUs, false},
 	{TopologyClusterQueue, "topology-flavor", SimNodes * SimNodeGPUs, true},
+	{ProcessClusterQueue, "process-flavor", ProcessNodes * SimNodeGPUs, false},
 }
 
 // TopologyClusterQueue is the ClusterQueue whose flavor, topology-flavor,
@@ -399,7 +480,8 @@ const TopologyClusterQueue = "topology-cq"
 type quota struct{ resource, nominal string }
 
 // queues are the ResourceFlavors of the fake nodes (gpu-flavor, and
-// topology-flavor, which names their Topology), that Topology, and the
+// topology-flavor, which names their Topology), that Topology, the
+// ResourceFlavor of the process nodes (process-flavor), and the
 // clusterQueues over them.
 func queues() string {
 	var b strings.Builder
@@ -429,7 +511,17 @@ spec:
   nodeLabels:
     type: kwok
   topologyName: gpu-topology
-`, BlockLabel, RackLabel)
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata:
+  name: process-flavor
+spec:
+  nodeLabels:
+    type: process
+  tolerations:
+  - {key: %s, operator: Exists, effect: NoSchedule}
+`, BlockLabel, RackLabel, processTaint)
 	for _, q := range clusterQueues {
 		quotas := []quota{{"cpu", "2048"}, {"memory", "32Ti"}, {"nvidia.com/gpu", fmt.Sprint(q.gpus)}}
 		if q.rdma {
@@ -505,6 +597,8 @@ const kueuePyTorchJobLabel = "sim.torchwrap.dev/kueue-pytorchjob"
 //
 //   - every starter, and every example without namespace: LocalQueue
 //     default-queue;
+//   - the settings of testdata/sim: LocalQueue ProcessQueue and the claim
+//     ProgramsClaim (see StartSim);
 //   - deepspeedjob: PVC dschat;
 //   - trainjob: PVC my-data-pvc;
 //   - kueue-pytorchjob-without-appwrapper: namespace team-vision, LocalQueue
@@ -579,6 +673,7 @@ spec:
 `, SimCheckNamespace, SimUnmanagedNamespace, kueuePyTorchJobLabel, SimRBACNamespace, SimRBACNamespace, Researcher)
 	for _, q := range []struct{ namespace, name, clusterQueue string }{
 		{"default", "default-queue", "cluster-queue"},
+		{"default", ProcessQueue, ProcessClusterQueue},
 		{"team-vision", "team-vision-queue", "cluster-queue"},
 		{"team-llm", "team-llm-queue", "cluster-queue"},
 		{SimCheckNamespace, "default-queue", "cluster-queue"},
