@@ -33,17 +33,20 @@ import (
 // pods, the scheduler binds the pods to fake
 // GPU nodes, and kwok runs them to their end. make e2e-cluster runs it.
 func TestSimulatedCluster(t *testing.T) {
-	bins, err := e2e.BuildSim(cases.Path(t, "testdata", "e2e"), t.Logf)
-	require.NoError(t, err)
-	cluster := startCluster(t)
-	start := time.Now()
+	// The process nodes leave the machine's own network as it was, while
+	// the cluster runs and after.
+	network := hostNetwork(t)
+	t.Cleanup(func() {
+		require.Equal(t, network, hostNetwork(t), "the machine's network after the simulated cluster stopped")
+	})
 	// StartSim installs JobSet's and the Trainer's CRDs from the modules of
 	// their controllers.
-	require.NoError(t, cluster.StartSim(bins, jobCRDs(t, fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD)))
-	t.Logf("simulated cluster ready in %s (after the API server)", time.Since(start).Round(time.Millisecond))
+	cluster, err := e2e.StartSimulated(cases.Path(t), t.TempDir(), jobCRDs(t, fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD), t.Logf)
+	require.NoError(t, err)
+	stopAtCleanup(t, cluster)
 	researcher, err := cluster.KubeconfigFor(e2e.Researcher, e2e.SimRBACNamespace)
 	require.NoError(t, err)
-	s := &sim{cluster: cluster, generator: buildGenerator(t), researcher: researcher}
+	s := &sim{cluster: cluster, generator: buildGenerator(t), researcher: researcher, hostNetwork: network}
 
 	// The fault-tolerance cases take longest (AppWrapper looks at the pods of
 	// a running job once a minute), in parallel with the others, which run in
@@ -52,6 +55,10 @@ func TestSimulatedCluster(t *testing.T) {
 		t.Run("fault-tolerance", func(t *testing.T) {
 			t.Parallel()
 			s.faultTolerance(t)
+		})
+		t.Run("process-nodes", func(t *testing.T) {
+			t.Parallel()
+			s.processNodes(t)
 		})
 		t.Run("in-turn", func(t *testing.T) {
 			t.Parallel()
@@ -84,6 +91,9 @@ type sim struct {
 	// researcher is the kubeconfig file of e2e.Researcher, whose context's
 	// namespace is e2e.SimRBACNamespace.
 	researcher string
+	// hostNetwork is what the machine's network namespace had before the
+	// cluster started (see hostNetwork).
+	hostNetwork string
 }
 
 // result is what a run of the generator gave.
@@ -96,10 +106,10 @@ type result struct {
 // ADMIN and RESEARCHER in args stand for the kubeconfig files of the admin
 // and e2e.Researcher. KUBECONFIG names the admin's, so that no run reaches
 // another cluster, and the discovery cache is the test's. It fails the test
-// only when the generator cannot run or runs for more than 2 minutes.
+// only when the generator cannot run or runs for more than 5 minutes.
 func (s *sim) generate(t *testing.T, dir string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	replacer := strings.NewReplacer("ADMIN", s.cluster.Kubeconfig, "RESEARCHER", s.researcher)
 	var replaced []string
@@ -169,6 +179,7 @@ func (s *sim) submit(t *testing.T, manifest []byte) map[string]any {
 var localQueues = map[string]string{
 	"small-queue":    "small-cq",
 	"topology-queue": e2e.TopologyClusterQueue,
+	e2e.ProcessQueue: e2e.ProcessClusterQueue,
 }
 
 // ensureQueue creates the namespace and its LocalQueue (unless queue is

@@ -1,0 +1,409 @@
+//go:build e2e && linux
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/torchwrap/generator/testdata/cases"
+	"github.com/torchwrap/generator/testdata/harness/e2e"
+)
+
+// The scenarios on the process nodes, whose pods run for real: the script
+// the chart writes, run by sh, torchrun (Debian's PyTorch, gloo on CPU) with
+// the options and the environment that the controllers give the pods, the
+// training program testdata/sim/allreduce.py in every process, each pod in
+// network and mount namespaces of its own. Every rank's line is read from
+// its pod's log, through the API server (pods/log).
+
+// runNamespace is the namespace of the process nodes' scenarios: it has
+// LocalQueue e2e.ProcessQueue, the programs' claim, and the Secret and
+// ConfigMap of the environment scenario.
+const runNamespace = "sim-run"
+
+// allreduceLine is the line allreduce.py prints in each process.
+var allreduceLine = regexp.MustCompile(`^allreduce: rank (\d+) of (\d+), sum (\d+) \(expected (\d+)\), cwd ([^,]+)(.*)$`)
+
+// rankLine is what a process printed: its rank, the world's size, the sum,
+// the folder it ran in, and the variables it was asked to show; and the
+// whole log of its pod, for messages.
+type rankLine struct {
+	pod           string
+	rank, world   int
+	sum, expected int
+	cwd           string
+	shown         map[string]string
+	log           string
+}
+
+// ranks reads the allreduce lines of every pod named, through the API server
+// (kubectl logs: pods/log, which it passes to the process nodes' kubelet).
+func (s *sim) ranks(t *testing.T, namespace, container string, pods []string) []rankLine {
+	t.Helper()
+	var lines []rankLine
+	for _, pod := range pods {
+		log := kubectl(t, s.cluster, nil, "logs", "-n", namespace, pod, "-c", container)
+		found := 0
+		for _, line := range strings.Split(log, "\n") {
+			m := allreduceLine.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			found++
+			r := rankLine{pod: pod, cwd: m[5], shown: map[string]string{}, log: log}
+			r.rank, _ = strconv.Atoi(m[1])
+			r.world, _ = strconv.Atoi(m[2])
+			r.sum, _ = strconv.Atoi(m[3])
+			r.expected, _ = strconv.Atoi(m[4])
+			for _, kv := range strings.Split(strings.TrimPrefix(m[6], ", "), ", ") {
+				if name, value, ok := strings.Cut(kv, "="); ok {
+					r.shown[name] = value
+				}
+			}
+			lines = append(lines, r)
+		}
+		require.NotZero(t, found, "pod %s printed no allreduce line; its log:\n%s", pod, log)
+	}
+	return lines
+}
+
+// allRanks checks that the lines are those of a world of n processes, each
+// rank once, each with the right sum, and returns them by rank.
+func allRanks(t *testing.T, lines []rankLine, n int) []rankLine {
+	t.Helper()
+	sort.Slice(lines, func(i, j int) bool { return lines[i].rank < lines[j].rank })
+	var ranks []int
+	for _, l := range lines {
+		ranks = append(ranks, l.rank)
+		require.Equal(t, n, l.world, "the world size seen by rank %d in pod %s", l.rank, l.pod)
+		require.Equal(t, n*(n-1)/2, l.sum, "the sum of the ranks seen by rank %d in pod %s", l.rank, l.pod)
+		require.Equal(t, l.expected, l.sum)
+	}
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i
+	}
+	if !slices.Equal(want, ranks) {
+		logs := map[string]string{}
+		for _, l := range lines {
+			logs[l.pod] = l.log
+		}
+		require.Equal(t, want, ranks, "every rank prints one line; the pods' logs:\n%v", logs)
+	}
+	return lines
+}
+
+// podsOf lists the names of a job's pods by a label selector, waiting until
+// there are n of them.
+func (s *sim) podsOf(t *testing.T, namespace, selector string, n int) []string {
+	t.Helper()
+	var names []string
+	s.waitFor(t, namespace, fmt.Sprintf("%d pods %s", n, selector), time.Minute, func() bool {
+		out := kubectl(t, s.cluster, nil, "get", "pods", "-n", namespace, "-l", selector, "-o", `jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}`)
+		names = strings.Fields(out)
+		return len(names) == n
+	})
+	slices.Sort(names)
+	return names
+}
+
+// processJob renders testdata/sim/allreduce.settings.yaml with more
+// arguments, under the name given, in runNamespace, and submits it with
+// generator submit --wait; it returns what the generator said.
+func (s *sim) processJob(t *testing.T, name string, args ...string) result {
+	t.Helper()
+	dir := cases.Path(t, "testdata", "sim")
+	args = append([]string{"submit", "-f", "allreduce.settings.yaml", "--kubeconfig", "ADMIN", "--wait", "--timeout", "4m",
+		"--set", "jobName=" + name, "--set", "namespace=" + runNamespace}, args...)
+	r := s.generate(t, dir, args...)
+	t.Logf("generator submit --wait %s: exit %d\n%s%s", name, r.code, r.stdout, r.stderr)
+	return r
+}
+
+// processNodes runs the scenarios on the process nodes, in turn, but for the
+// two jobs that run at once.
+func (s *sim) processNodes(t *testing.T) {
+	ensureNamespace(t, s.cluster, runNamespace)
+	s.ensureQueue(t, runNamespace, e2e.ProcessQueue)
+	require.NoError(t, s.cluster.ProgramsClaim(runNamespace))
+
+	t.Run("pytorchjob", s.runPyTorchJob)
+	t.Run("elastic", s.runElastic)
+	t.Run("jobset", s.runJobSet)
+	t.Run("trainjob", s.runTrainJob)
+	t.Run("setup-and-env", s.runSetupAndEnv)
+	t.Run("failure", s.runFailure)
+	t.Run("t9k", s.runT9k)
+}
+
+// The MLBatch default, a PyTorchJob of 2 pods in an AppWrapper, 2 processes a
+// pod, twice at once: both masters listen on the training operator's port,
+// each in its own network namespace. Every rank of each job prints the right
+// sum, ranks 0 and 1 in the master's pod and 2 and 3 in the worker's (the
+// static rendezvous gives a pod the ranks of its RANK). Meanwhile the
+// machine's network is as it was: no link, address or route of the pods'
+// network is in it, so nothing outside their namespaces reaches them.
+func (s *sim) runPyTorchJob(t *testing.T) {
+	jobs := []string{"allreduce", "allreduce-twin"}
+	var wg sync.WaitGroup
+	results := make([]result, len(jobs))
+	for i, name := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = s.processJob(t, name)
+		}()
+	}
+	// While they run.
+	s.waitFor(t, runNamespace, "the pods of both jobs running", 2*time.Minute, func() bool {
+		out := kubectl(t, s.cluster, nil, "get", "pods", "-n", runNamespace, "-l", "training.kubeflow.org/job-name in (allreduce,allreduce-twin)",
+			"-o", `jsonpath={range .items[*]}{.status.phase} {.status.podIP}{"\n"}{end}`)
+		running := strings.Count(out, "Running")
+		if running == 4 {
+			require.Equal(t, s.hostNetwork, hostNetwork(t), "the machine's network while the pods run")
+		}
+		return running == 4 || strings.Count(out, "Succeeded") == 4
+	})
+	wg.Wait()
+	for i, name := range jobs {
+		require.Equal(t, 0, results[i].code, "generator submit --wait %s: %s", name, results[i].stderr)
+		require.Equal(t, fmt.Sprintf("AppWrapper %s: Succeeded, pods succeeded 2/2\n", name), results[i].stdout)
+		pods := s.podsOf(t, runNamespace, "training.kubeflow.org/job-name="+name, 2)
+		lines := allRanks(t, s.ranks(t, runNamespace, "pytorch", pods), 4)
+		for _, l := range lines {
+			want := name + "-master-0"
+			if l.rank >= 2 {
+				want = name + "-worker-0"
+			}
+			require.Equal(t, want, l.pod, "the pod of rank %d", l.rank)
+		}
+	}
+}
+
+// hostNetwork is what the machine's own network namespace has: its links,
+// addresses and routes.
+func hostNetwork(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, args := range [][]string{{"-o", "link", "show"}, {"-o", "addr", "show"}, {"route", "show"}, {"-6", "route", "show"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+		cancel()
+		require.NoError(t, err, "ip %s: %s", strings.Join(args, " "), out)
+		b.Write(out)
+	}
+	return b.String()
+}
+
+// An elastic PyTorchJob (c10d rendezvous at the master, between 1 and 2
+// pods): torchrun meets on the operator's PET_NNODES and PET_RDZV_ENDPOINT,
+// and the rendezvous gives the 4 processes their ranks.
+func (s *sim) runElastic(t *testing.T) {
+	const name = "elastic"
+	r := s.processJob(t, name, "--set", "elastic.minPods=1", "--set", "elastic.maxPods=2")
+	require.Equal(t, 0, r.code, r.stderr)
+	pods := s.podsOf(t, runNamespace, "training.kubeflow.org/job-name="+name, 2)
+	log := kubectl(t, s.cluster, nil, "logs", "-n", runNamespace, pods[0], "-c", "pytorch")
+	require.Contains(t, log, "Starting elastic torchrun on 1:2 (min:max) pods")
+	allRanks(t, s.ranks(t, runNamespace, "pytorch", pods), 4)
+}
+
+// A JobSet in an AppWrapper: RANK from the completion index, MASTER_ADDR pod
+// 0's name in the JobSet's headless Service, which the cluster's DNS
+// answers.
+func (s *sim) runJobSet(t *testing.T) {
+	const name = "jobset"
+	r := s.processJob(t, name, "--set", "jobKind=JobSet")
+	require.Equal(t, 0, r.code, r.stderr)
+	pods := s.podsOf(t, runNamespace, "jobset.sigs.k8s.io/jobset-name="+name, 2)
+	for _, l := range allRanks(t, s.ranks(t, runNamespace, "pytorch", pods), 4) {
+		// The Job's pods: <jobset>-node-0-<completion index>-<random>.
+		require.True(t, strings.HasPrefix(l.pod, fmt.Sprintf("%s-node-0-%d-", name, l.rank/2)), "the pod of rank %d: %s", l.rank, l.pod)
+	}
+}
+
+// A bare TrainJob on the runtime torch-distributed: torchrun on the PET_
+// variables the Trainer sets, master at pod 0's name.
+func (s *sim) runTrainJob(t *testing.T) {
+	const name = "trainjob"
+	r := s.processJob(t, name, "--set", "jobKind=TrainJob", "--set", "wrapper=none", "--set", "priority=null")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "TrainJob trainjob: Succeeded, pods succeeded 2/2\n", r.stdout)
+	pods := s.podsOf(t, runNamespace, "jobset.sigs.k8s.io/jobset-name="+name, 2)
+	allRanks(t, s.ranks(t, runNamespace, "node", pods), 4)
+}
+
+// Setup commands that change folder and export a variable, and variables
+// from a Secret and a ConfigMap: every process sees them.
+func (s *sim) runSetupAndEnv(t *testing.T) {
+	const name = "setup-and-env"
+	kubectl(t, s.cluster, []byte(`apiVersion: v1
+kind: Secret
+metadata: {name: sim-secret, namespace: `+runNamespace+`}
+stringData: {token: s3cret-token}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: sim-config, namespace: `+runNamespace+`}
+data: {mode: from-configmap}
+`), "apply", "-f", "-")
+	r := s.processJob(t, name,
+		"--set", "setupCommands[0]=mkdir -p /tmp/work/run", "--set", "setupCommands[1]=cd /tmp/work/run",
+		"--set", "setupCommands[2]=export SIM_GREETING=set-up-in-pod-$RANK",
+		"--set", "environmentVariables[0].name=SIM_TOKEN", "--set", "environmentVariables[0].secret.name=sim-secret",
+		"--set", "environmentVariables[0].secret.key=token",
+		"--set", "environmentVariables[1].name=SIM_MODE", "--set", "environmentVariables[1].configmap.name=sim-config",
+		"--set", "environmentVariables[1].configmap.key=mode",
+		"--set", "mainProgram=/tmp/programs/allreduce.py --show SIM_GREETING --show SIM_TOKEN --show SIM_MODE")
+	require.Equal(t, 0, r.code, r.stderr)
+	pods := s.podsOf(t, runNamespace, "training.kubeflow.org/job-name="+name, 2)
+	for _, l := range allRanks(t, s.ranks(t, runNamespace, "pytorch", pods), 4) {
+		require.Equal(t, "/tmp/work/run", l.cwd, "the folder of rank %d", l.rank)
+		require.Equal(t, map[string]string{
+			"SIM_GREETING": fmt.Sprintf("set-up-in-pod-%d", l.rank/2),
+			"SIM_TOKEN":    "s3cret-token",
+			"SIM_MODE":     "from-configmap",
+		}, l.shown, "the variables of rank %d", l.rank)
+	}
+}
+
+// One rank exits 3. torchrun restarts the workers once (torchrun.maxRestarts
+// 1), then exits 1, as it does whatever its worker's exit code: the pod
+// fails with exit code 1 (not 3: the program's code does not reach the
+// AppWrapper). The AppWrapper retries the job once (retryLimit 1), then
+// fails, and generator submit --wait exits 1 naming the pod and the exit
+// code. Each attempt's log (read while its pod is there) holds torchrun's
+// two failures of rank 1 with exit code 3.
+func (s *sim) runFailure(t *testing.T) {
+	const name = "failing"
+	ctx, cancel := context.WithCancel(context.Background())
+	attempts := s.failedLogs(ctx, t, runNamespace, "training.kubeflow.org/job-name="+name, "pytorch")
+	r := s.processJob(t, name, "--set", "numPods=1", "--set", "torchrun.maxRestarts=1",
+		"--set", "retryLimit=1", "--set", "failureGracePeriodDuration=1s", "--set", "retryPausePeriodDuration=1s",
+		"--set", "mainProgram=/tmp/programs/allreduce.py --fail-rank 1")
+	cancel()
+	logs := <-attempts
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "pod failing-master-0, container pytorch, exit code 1 (Error)")
+	require.Contains(t, r.stderr, `the AppWrapper "failing" in namespace "sim-run" failed`)
+	aw := s.get(t, runNamespace, "appwrapper", name)
+	require.Equal(t, float64(1), aw["status"].(map[string]any)["resettingCount"], "times the AppWrapper reset the job")
+	require.Len(t, logs, 2, "the logs of the failed pods, one an attempt")
+	for i, log := range logs {
+		failures := regexp.MustCompile(`failed \(exitcode: 3\) local_rank: 1`).FindAllString(log, -1)
+		require.Len(t, failures, 2, "attempt %d: rank 1 fails, torchrun restarts it once, it fails again:\n%s", i+1, log)
+	}
+}
+
+// failedLogs reads the log of each pod of the selector that fails, once, as
+// soon as it has failed (its controller may delete it soon after), until ctx
+// ends; then it sends them, in the order the pods failed.
+func (s *sim) failedLogs(ctx context.Context, t *testing.T, namespace, selector, container string) <-chan []string {
+	out := make(chan []string, 1)
+	go func() {
+		var logs []string
+		read := map[string]bool{}
+		for ctx.Err() == nil {
+			list, err := s.cluster.Kubectl(nil, "get", "pods", "-n", namespace, "-l", selector,
+				"-o", `jsonpath={range .items[?(@.status.phase=="Failed")]}{.metadata.uid} {.metadata.name}{"\n"}{end}`)
+			for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+				uid, pod, ok := strings.Cut(line, " ")
+				if err != nil || !ok || read[uid] {
+					continue
+				}
+				if log, err := s.cluster.Kubectl(nil, "logs", "-n", namespace, pod, "-c", container); err == nil {
+					read[uid] = true
+					logs = append(logs, log)
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		out <- logs
+	}()
+	return out
+}
+
+// T9k's controller is not public, so no PyTorchTrainingJob runs here. What
+// can be proven is that the pods it would make train, as far as the T9k
+// documents say how it makes them: each replica's template as a pod, with
+// MASTER_ADDR and MASTER_PORT (the master's address and port) and, as real
+// T9k scripts read them, RANK and WORLD_SIZE. The test makes those pods
+// itself, named <job>-<type>-<index>, with a headless Service of the
+// master's name, on the process nodes: the script mode's launch (sh, the
+// setup commands, torchrun's c10d rendezvous at the master) runs every rank.
+// What T9k really names MASTER_ADDR, its torchrun mode (the controller
+// writes that torchrun line) and the DeepSpeedJob (its launcher reaches the
+// workers over ssh) stay unproven.
+func (s *sim) runT9k(t *testing.T) {
+	const name, port = "t9k", 23456
+	manifest := s.render(t, cases.Path(t, "testdata", "sim", "allreduce.settings.yaml"), "--set", "jobName="+name,
+		"--set", "namespace="+runNamespace, "--set", "jobKind=PyTorchTrainingJob", "--set", "wrapper=none",
+		"--set", "setupCommands[0]=echo set up by the script mode of T9k")
+	job := jsonObject(t, cases.Objects(t, manifest)[0])
+	require.Equal(t, "PyTorchTrainingJob", job["kind"])
+	master := name + "-master-0"
+	var pods []string
+	rank := 0
+	for _, spec := range job["spec"].(map[string]any)["replicaSpecs"].([]any) {
+		replica := spec.(map[string]any)
+		for i := range int(replica["replicas"].(float64)) {
+			pod := fmt.Sprintf("%s-%s-%d", name, replica["type"], i)
+			template := replica["template"].(map[string]any)
+			podSpec := template["spec"].(map[string]any)
+			podSpec["nodeName"] = fmt.Sprintf("process-node-%d", rank%e2e.ProcessNodes)
+			podSpec["restartPolicy"] = replica["restartPolicy"]
+			for _, c := range podSpec["containers"].([]any) {
+				container := c.(map[string]any)
+				env, _ := container["env"].([]any)
+				for variable, value := range map[string]string{"MASTER_ADDR": master, "MASTER_PORT": fmt.Sprint(port),
+					"RANK": fmt.Sprint(rank), "WORLD_SIZE": fmt.Sprint(2)} {
+					env = append(env, map[string]any{"name": variable, "value": value})
+				}
+				container["env"] = env
+			}
+			kubectl(t, s.cluster, mustJSON(t, map[string]any{
+				"apiVersion": "v1", "kind": "Pod", "spec": podSpec,
+				"metadata": map[string]any{"name": pod, "namespace": runNamespace, "labels": map[string]any{"sim.torchwrap.dev/t9k-pod": pod}},
+			}), "create", "-f", "-")
+			pods = append(pods, pod)
+			rank++
+		}
+	}
+	kubectl(t, s.cluster, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  clusterIP: None
+  selector: {sim.torchwrap.dev/t9k-pod: %[1]s}
+  ports: [{port: %[3]d}]
+`, master, runNamespace, port)), "create", "-f", "-")
+	s.waitFor(t, runNamespace, "the T9k pods Succeeded", 2*time.Minute, func() bool {
+		out := kubectl(t, s.cluster, nil, "get", "pods", "-n", runNamespace, "-l", "sim.torchwrap.dev/t9k-pod", "-o", `jsonpath={.items[*].status.phase}`)
+		require.NotContains(t, out, "Failed", "a T9k pod failed:\n%s", s.podLogs(t, runNamespace, pods, "pytorch"))
+		return out == "Succeeded Succeeded"
+	})
+	allRanks(t, s.ranks(t, runNamespace, "pytorch", pods), 4)
+}
+
+// podLogs are the logs of pods, for a failure's message.
+func (s *sim) podLogs(t *testing.T, namespace string, pods []string, container string) string {
+	var b strings.Builder
+	for _, pod := range pods {
+		log, err := s.cluster.Kubectl(nil, "logs", "-n", namespace, pod, "-c", container)
+		fmt.Fprintf(&b, "--- %s (%v)\n%s", pod, err, log)
+	}
+	return b.String()
+}

@@ -1,0 +1,42 @@
+"""The training program of the simulated cluster's process nodes.
+
+Each process joins the job's process group (gloo, on CPU, from the variables
+torchrun sets), adds up the global ranks with an all_reduce, and checks the
+sum: n(n-1)/2 for a world of n processes. It prints one line,
+
+    allreduce: rank 3 of 4, sum 6 (expected 6), cwd /tmp/work, NAME=value ...
+
+with the folder it runs in and the variables --show names, and exits 0; 2
+when the sum is wrong; with --fail-rank R, rank R exits --exit-code (default
+3) once it has printed its line.
+"""
+
+import argparse
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--show", action="append", default=[], help="a variable to print")
+parser.add_argument("--fail-rank", type=int, default=-1, help="the rank that fails")
+parser.add_argument("--exit-code", type=int, default=3, help="the exit code of the rank that fails")
+args = parser.parse_args()
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+total = torch.tensor([rank])
+dist.all_reduce(total)
+expected = world * (world - 1) // 2
+shown = "".join(f", {name}={os.environ.get(name, '<unset>')}" for name in args.show)
+# One write a line: the processes of a pod share its output, unbuffered
+# (the training operator sets PYTHONUNBUFFERED), where print would write the
+# text and its newline apart, and two processes' lines could mix.
+sys.stdout.write(f"allreduce: rank {rank} of {world}, sum {int(total.item())} (expected {expected}), cwd {os.getcwd()}{shown}\n")
+sys.stdout.flush()
+dist.destroy_process_group()
+if int(total.item()) != expected:
+    sys.exit(2)
+if rank == args.fail_rank:
+    sys.exit(args.exit_code)
