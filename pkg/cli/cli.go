@@ -151,7 +151,8 @@ helm template.`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newInit(s), newRender(s), newValidate(s), newCheck(s), newSubmit(s), newStatus(s), newExplain(s), newSchema(s), newVersion(s))
+	root.AddCommand(newInit(s), newRender(s), newValidate(s), newCheck(s), newSubmit(s), newStatus(s), newLogs(s), newList(s),
+		newStop(s), newResume(s), newDelete(s), newExplain(s), newSchema(s), newVersion(s))
 
 	// cobra's own help and completion commands, with examples like the others.
 	root.InitDefaultHelpCmd()

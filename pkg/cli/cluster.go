@@ -55,6 +55,52 @@ func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what
 	return &target{in: loaded, values: result.Values, warnings: result.Warnings, client: client, job: job}, nil
 }
 
+// jobFlags name a submitted job, as status, logs, stop, resume and delete
+// take it: by its name (NAME, in the namespace of -n, else the context's),
+// or by its settings, rendered as submit renders them.
+type jobFlags struct {
+	in   inputFlags
+	kube cluster.Flags
+	// command is the command's name, and values how it names the
+	// settings flag (-f, or --values where -f is --follow), for messages.
+	command, values string
+}
+
+func (j *jobFlags) register(cmd *cobra.Command, shorthand string) {
+	j.command, j.values = cmd.Name(), "-"+shorthand
+	if shorthand == "" {
+		j.values = "--values"
+	}
+	j.in.registerAs(cmd, shorthand)
+	j.kube.Register(cmd.Flags())
+}
+
+// find finds the job that args name, or the settings: the client of its
+// cluster, and the job. A name no job has is cluster.NoSuchJob.
+func (j *jobFlags) find(ctx context.Context, s Streams, args []string) (*cluster.Client, cluster.Ref, error) {
+	settingsGiven := len(j.in.files)+len(j.in.sets)+len(j.in.setStrings) > 0
+	switch {
+	case settingsGiven && len(args) > 0:
+		return nil, cluster.Ref{}, settings.UsageError{Err: fmt.Errorf("name the job, or give its settings with %s, not both", j.values)}
+	case !settingsGiven && len(args) != 1:
+		return nil, cluster.Ref{}, settings.UsageError{Err: fmt.Errorf("name one job: generator %s NAME [-n NAMESPACE], or give its settings: generator %s %s settings.yaml",
+			j.command, j.command, j.values)}
+	}
+	if settingsGiven {
+		t, err := connect(s, &j.in, &j.kube, nil, j.command)
+		if err != nil {
+			return nil, cluster.Ref{}, err
+		}
+		return t.client, t.job.Ref(), nil
+	}
+	client, err := dial(s, &j.kube)
+	if err != nil {
+		return nil, cluster.Ref{}, err
+	}
+	ref, err := client.Find(ctx, client.Namespace, args[0])
+	return client, ref, err
+}
+
 // dial reads the kubeconfig for a client of the cluster, whose warnings go to
 // standard error; a flag that names what is not there (--kubeconfig,
 // --context) is a wrong command line.

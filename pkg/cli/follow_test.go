@@ -45,9 +45,15 @@ status: ` + status))
 	aw := &unstructured.Unstructured{}
 	require.NoError(t, aw.UnmarshalJSON(data))
 	listKinds := map[schema.GroupVersionResource]string{
-		{Group: "workload.codeflare.dev", Version: "v1beta2", Resource: "appwrappers"}: "AppWrapperList",
-		{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloads"}:           "WorkloadList",
-		{Version: "v1", Resource: "pods"}:                                              "PodList",
+		{Group: "workload.codeflare.dev", Version: "v1beta2", Resource: "appwrappers"}:        "AppWrapperList",
+		{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloads"}:                  "WorkloadList",
+		{Version: "v1", Resource: "pods"}:                                                     "PodList",
+		{Version: "v1", Resource: "events"}:                                                   "EventList",
+		{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}:                       "PyTorchJobList",
+		{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}:                  "JobSetList",
+		{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"}:           "TrainJobList",
+		{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "pytorchtrainingjobs"}: "PyTorchTrainingJobList",
+		{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "deepspeedjobs"}:       "DeepSpeedJobList",
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, aw)
 	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{}}}

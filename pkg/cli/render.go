@@ -31,9 +31,13 @@ type inputFlags struct {
 	holdWarnings bool
 }
 
-func (f *inputFlags) register(cmd *cobra.Command) {
+func (f *inputFlags) register(cmd *cobra.Command) { f.registerAs(cmd, "f") }
+
+// registerAs registers the flags with shorthand as --values' (-f), or
+// none ("") where -f means another thing (logs -f follows, as in kubectl).
+func (f *inputFlags) registerAs(cmd *cobra.Command, shorthand string) {
 	flags := cmd.Flags()
-	flags.StringArrayVarP(&f.files, "values", "f", nil, "settings file; repeat to merge several, left to right; - reads standard input")
+	flags.StringArrayVarP(&f.files, "values", shorthand, nil, "settings file; repeat to merge several, left to right; - reads standard input")
 	flags.StringArrayVar(&f.sets, "set", nil, "set settings, as helm does: key=value, a.b=value, list[0]=value, list={a,b}, several separated by commas (\\, for a comma in a value); applied after the files")
 	flags.StringArrayVar(&f.setStrings, "set-string", nil, "like --set, but the value is always a string")
 	flags.BoolVar(&f.strict, "strict", false, "treat warnings as errors: render nothing when there is one")

@@ -13,8 +13,7 @@ import (
 )
 
 func newStatus(s Streams) *cobra.Command {
-	var in inputFlags
-	var kube cluster.Flags
+	var job jobFlags
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status NAME [-n NAMESPACE] | status -f settings.yaml [-o json]",
@@ -40,34 +39,14 @@ cluster cannot be reached.`,
 			if output != "" && output != "json" {
 				return settings.UsageError{Err: errors.New("-o json is the one output format; leave -o out for text")}
 			}
-			settingsGiven := len(in.files)+len(in.sets)+len(in.setStrings) > 0
-			switch {
-			case settingsGiven && len(args) > 0:
-				return settings.UsageError{Err: errors.New("name the job, or give its settings with -f, not both")}
-			case !settingsGiven && len(args) != 1:
-				return settings.UsageError{Err: errors.New("name one job: generator status NAME [-n NAMESPACE], or give its settings: generator status -f settings.yaml")}
-			}
-			ctx := cmd.Context()
-			if settingsGiven {
-				t, err := connect(s, &in, &kube, nil, "status")
-				if err != nil {
-					return err
-				}
-				return showStatus(ctx, s, t.client, t.job.Ref(), output)
-			}
-			client, err := dial(s, &kube)
+			client, ref, err := job.find(cmd.Context(), s, args)
 			if err != nil {
 				return err
 			}
-			ref, err := client.Find(ctx, client.Namespace, args[0])
-			if err != nil {
-				return err
-			}
-			return showStatus(ctx, s, client, ref, output)
+			return showStatus(cmd.Context(), s, client, ref, output)
 		}),
 	}
-	in.register(cmd)
-	kube.Register(cmd.Flags())
+	job.register(cmd, "f")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json: write the status as a JSON object")
 	return cmd
 }

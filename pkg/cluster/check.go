@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/torchwrap/generator/pkg/diag"
-	settingsschema "github.com/torchwrap/generator/schema"
 )
 
 // The resources the checks read.
@@ -181,31 +180,22 @@ func (k *checker) get(ctx context.Context, gvr schema.GroupVersionResource, name
 }
 
 // names lists the names of the objects of a resource, for the message of a
-// missing one: at most ten, the closest to want first; none when the list
-// cannot be read.
+// missing one (nameList); none when the list cannot be read.
 func (k *checker) names(ctx context.Context, gvr schema.GroupVersionResource, namespace, want string, skip func(string) bool) (list string, closest string) {
 	objs, err := k.client.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", ""
 	}
-	var names, lower []string
+	var names []string
 	for _, o := range objs.Items {
 		if skip == nil || !skip(o.GetName()) {
 			names = append(names, o.GetName())
-			lower = append(lower, strings.ToLower(o.GetName()))
 		}
 	}
-	sort.Strings(names)
-	closest = settingsschema.Closest(want, names, lower)
 	if len(names) == 0 {
-		return "there are none", closest
+		return "there are none", ""
 	}
-	more := ""
-	if len(names) > 10 {
-		more = fmt.Sprintf(" and %d more", len(names)-10)
-		names = names[:10]
-	}
-	return "those here: " + strings.Join(names, ", ") + more, closest
+	return nameList(names, want, "those")
 }
 
 // unchecked reports a question the cluster would not answer: what it was
@@ -445,7 +435,7 @@ func (k *checker) create(ctx context.Context, gvr schema.GroupVersionResource) {
 		k.add(diag.Unchecked, nil, "a dry-run create of the %s: %v", kind, err)
 	case err != nil:
 		k.add(diag.Error, nil, "the API server refuses the %s (a dry-run create): %s", kind, message(err))
-	case obj.GetLabels()[QueueLabel] != "" && !suspended(created):
+	case obj.GetLabels()[QueueLabel] != "" && !kindOf(created).suspended(created):
 		k.unmanaged(created)
 	}
 }
@@ -475,17 +465,6 @@ func (k *checker) namespacePath() diag.Path {
 		return diag.Path{"namespace"}
 	}
 	return nil
-}
-
-// suspended tells whether a job's creation left it suspended, as Kueue does
-// for the jobs it queues.
-func suspended(obj *unstructured.Unstructured) bool {
-	path := []string{"spec", "suspend"}
-	if obj.GetKind() == "PyTorchJob" {
-		path = []string{"spec", "runPolicy", "suspend"}
-	}
-	s, _, _ := unstructured.NestedBool(obj.Object, path...)
-	return s
 }
 
 // unmanaged reports a job that Kueue's webhook did not suspend. Kueue names

@@ -40,7 +40,7 @@ type fakeCluster struct {
 
 // resources of the fake cluster's APIs, by group version: resource → kind.
 var resources = map[string]map[string]string{
-	"v1":                             {"pods": "Pod", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace"},
+	"v1":                             {"pods": "Pod", "events": "Event", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace"},
 	"scheduling.k8s.io/v1":           {"priorityclasses": "PriorityClass"},
 	"storage.k8s.io/v1":              {"storageclasses": "StorageClass"},
 	"authorization.k8s.io/v1":        {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},

@@ -17,7 +17,10 @@ import (
 
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	restclient "k8s.io/client-go/rest"
@@ -54,6 +57,8 @@ type Client struct {
 
 	Dynamic   dynamic.Interface
 	Discovery discovery.ServerResourcesInterfaceWithContext
+	// LogSource reads the logs of pods.
+	LogSource LogSource
 	// Namespace is the namespace of -n, else of the kubeconfig's context,
 	// else default.
 	Namespace string
@@ -119,7 +124,30 @@ func (f *Flags) Connect(userAgent string, warnings io.Writer) (*Client, error) {
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
-	return &Client{Dynamic: dyn, Discovery: disc, Namespace: namespace, Server: rest.Host}, nil
+	logs, err := logClient(rest)
+	if err != nil {
+		return nil, Unreachable{Err: err}
+	}
+	return &Client{Dynamic: dyn, Discovery: disc, LogSource: logs, Namespace: namespace, Server: rest.Host}, nil
+}
+
+// logClient is a REST client of core/v1 for pods/log: the typed clientset
+// would link every API's types for that one request.
+func logClient(config *restclient.Config) (LogSource, error) {
+	config = restclient.CopyConfig(config)
+	// A followed log streams as long as its pod runs; the context ends it.
+	config.Timeout = 0
+	config.APIPath = "/api"
+	config.GroupVersion = &schema.GroupVersion{Version: "v1"}
+	// Errors come back as a Status, which the scheme reads.
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, *config.GroupVersion)
+	config.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	client, err := restclient.RESTClientFor(config)
+	if err != nil {
+		return nil, err
+	}
+	return restLogs{client: client}, nil
 }
 
 // BadFlag is the error for a flag that names what is not there: a

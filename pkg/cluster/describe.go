@@ -86,6 +86,9 @@ func (s Status) Lines() string {
 	}
 	line("queue", strings.Join(queue, ", "))
 	line("workload", s.Workload)
+	for _, e := range s.Warnings {
+		line("warning", e.String())
+	}
 	for _, note := range s.Notes {
 		line("not read", note)
 	}
@@ -162,6 +165,16 @@ func (f FailedPod) String() string {
 		text += ": " + f.Reason
 	}
 	return text
+}
+
+// String is the event as a line: FailedScheduling (Pod demo-worker-0, 3
+// times): 0/4 nodes are available: ...
+func (e Event) String() string {
+	text := e.Reason + " (" + e.Object
+	if e.Count > 1 {
+		text += fmt.Sprintf(", %d times", e.Count)
+	}
+	return text + "): " + e.Message
 }
 
 // oneLine joins the lines of a message.

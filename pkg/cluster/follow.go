@@ -27,12 +27,12 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status)) (Stat
 	defer cancel()
 	var last Status
 	failed := &firstFailure{}
-	if selector := podSelector(ref.Kind, ref.Name); selector != "" {
+	if selector := kindNamed(ref.Kind).selector(ref.Name); selector != "" {
 		go c.watchFailures(ctx, ref.Namespace, selector, failed)
 	}
 	misses := 0
 	for {
-		s, err := c.Status(ctx, ref)
+		s, err := c.reading(ctx, ref)
 		var unreachable Unreachable
 		switch {
 		case ctx.Err() != nil:

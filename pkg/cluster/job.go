@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -10,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -29,8 +27,8 @@ type Job struct {
 	Inner *unstructured.Unstructured
 	// PodSets are the job's groups of identical pods, as Kueue counts them:
 	// the AppWrapper's declared podSets, or those of the kinds Kueue knows
-	// (PyTorchJob: one per replica type). None for a bare T9k job, which
-	// Kueue does not manage.
+	// (PyTorchJob: one per replica type); a bare T9k job's replica types,
+	// as its controller makes them.
 	PodSets []PodSet
 }
 
@@ -58,94 +56,18 @@ func NewJob(manifest []byte, namespace string) (*Job, error) {
 // JobOf reads a job from its object: one rendered, or one read from the
 // cluster.
 func JobOf(object *unstructured.Unstructured) (*Job, error) {
-	obj := object.Object
 	job := &Job{Object: object, Inner: object}
-	if job.Object.GetKind() != "AppWrapper" {
-		sets, err := inferPodSets(job.Object.Object)
-		job.PodSets = sets
-		return job, err
+	if inner := innerOf(object.Object); object.GetKind() == "AppWrapper" && inner != nil {
+		job.Inner = &unstructured.Unstructured{Object: inner}
 	}
-	components, _, _ := unstructured.NestedSlice(obj, "spec", "components")
-	for i, c := range components {
-		component, _ := c.(map[string]any)
-		template, _ := component["template"].(map[string]any)
-		if i == 0 {
-			job.Inner = &unstructured.Unstructured{Object: template}
+	if k := kindOf(object); k != nil {
+		sets, err := k.podSets(object.Object)
+		if err != nil {
+			return nil, err
 		}
-		declared, _ := component["podSets"].([]any)
-		if len(declared) == 0 {
-			sets, err := inferPodSets(template)
-			if err != nil {
-				return nil, err
-			}
-			job.PodSets = append(job.PodSets, sets...)
-			continue
-		}
-		for j, d := range declared {
-			ps, _ := d.(map[string]any)
-			path, _ := ps["path"].(string)
-			pod, err := podSpecAt(component, path)
-			if err != nil {
-				return nil, fmt.Errorf("component %d, podSet %d: %w", i, j, err)
-			}
-			job.PodSets = append(job.PodSets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: number(ps, "replicas"), Pod: pod})
-		}
+		job.PodSets = sets
 	}
 	return job, nil
-}
-
-// Resource is the resource of the object's kind, as the cluster serves it.
-func (j *Job) Resource(served map[string]schema.GroupVersionResource) schema.GroupVersionResource {
-	return served[j.Object.GetKind()]
-}
-
-// inferPodSets gives the podSets of a job that declares none, as Kueue
-// counts them: a PyTorchJob's replica types (by name), a JobSet's
-// replicated jobs (replicas × pods of each Job), a TrainJob's nodes (its
-// trainer's numNodes pods, each asking resourcesPerNode: the Trainer builds
-// the pods from the runtime, whose other containers this leaves out).
-func inferPodSets(obj map[string]any) ([]PodSet, error) {
-	kind, _ := obj["kind"].(string)
-	var sets []PodSet
-	switch kind {
-	case "PyTorchJob":
-		specs, _, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs")
-		names := make([]string, 0, len(specs))
-		for name := range specs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			spec, _ := specs[name].(map[string]any)
-			pod, err := podSpecAt(spec, "template")
-			if err != nil {
-				return nil, fmt.Errorf("pytorchReplicaSpecs.%s: %w", name, err)
-			}
-			sets = append(sets, PodSet{Name: strings.ToLower(name), Count: number(spec, "replicas"), Pod: pod})
-		}
-	case "JobSet":
-		jobs, _, _ := unstructured.NestedSlice(obj, "spec", "replicatedJobs")
-		for i, j := range jobs {
-			job, _ := j.(map[string]any)
-			spec, _, _ := unstructured.NestedMap(job, "template", "spec")
-			pod, err := podSpecAt(job, "template.spec.template")
-			if err != nil {
-				return nil, fmt.Errorf("replicatedJobs[%d]: %w", i, err)
-			}
-			name, _ := job["name"].(string)
-			pods := min(number(spec, "parallelism"), number(spec, "completions"))
-			sets = append(sets, PodSet{Name: name, Count: number(job, "replicas") * pods, Pod: pod})
-		}
-	case "TrainJob":
-		trainer, _, _ := unstructured.NestedMap(obj, "spec", "trainer")
-		resources, _ := trainer["resourcesPerNode"].(map[string]any)
-		var node corev1.Container
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(resources, &node.Resources); err != nil {
-			return nil, fmt.Errorf("spec.trainer.resourcesPerNode: %w", err)
-		}
-		sets = append(sets, PodSet{Name: "node", Count: number(trainer, "numNodes"), Pod: corev1.PodSpec{Containers: []corev1.Container{node}}})
-	}
-	return sets, nil
 }
 
 // number is a count in an object, 1 when it gives none (as replicas,

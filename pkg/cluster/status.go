@@ -2,10 +2,11 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,43 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	settingsschema "github.com/torchwrap/generator/schema"
 )
 
-// The resources that status reads.
+// The resources that status reads, beside the jobs' (kinds).
 var (
-	appWrappers   = schema.GroupVersionResource{Group: "workload.codeflare.dev", Version: "v1beta2", Resource: "appwrappers"}
-	pyTorchJobs   = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
-	trainingJobs  = schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "pytorchtrainingjobs"}
-	deepSpeedJobs = schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "deepspeedjobs"}
-	jobSets       = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
-	trainJobs     = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"}
-	pods          = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	pods   = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	events = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	// Kueue's visibility API: the pendingworkloads of a LocalQueue.
 	visibleQueues = schema.GroupVersionResource{Group: "visibility.kueue.x-k8s.io", Version: "v1beta1", Resource: "localqueues"}
-)
-
-// jobKinds are the kinds a job is submitted as, in the order status looks
-// for a name: what makes a job of the same name before it (the AppWrapper
-// its component, a TrainJob its JobSet), then the jobs submitted alone.
-var jobKinds = []struct {
-	kind     string
-	resource schema.GroupVersionResource
-}{
-	{"AppWrapper", appWrappers},
-	{"TrainJob", trainJobs},
-	{"PyTorchJob", pyTorchJobs},
-	{"JobSet", jobSets},
-	{"PyTorchTrainingJob", trainingJobs},
-	{"DeepSpeedJob", deepSpeedJobs},
-}
-
-// The labels that mark a job's pods.
-const (
-	appWrapperLabel = "workload.codeflare.dev/appwrapper"
-	pyTorchJobLabel = "training.kubeflow.org/job-name"
-	// jobSetLabel marks the pods of a JobSet, and of a TrainJob: the
-	// Trainer makes a JobSet of the TrainJob's name.
-	jobSetLabel = "jobset.sigs.k8s.io/jobset-name"
 )
 
 // Ref names a submitted job.
@@ -67,10 +42,8 @@ func (r Ref) String() string {
 }
 
 func (r Ref) resource() schema.GroupVersionResource {
-	for _, k := range jobKinds {
-		if k.kind == r.Kind {
-			return k.resource
-		}
+	if k := kindNamed(r.Kind); k != nil {
+		return k.resource
 	}
 	return schema.GroupVersionResource{}
 }
@@ -91,12 +64,18 @@ const (
 	// starting again after a failure.
 	Admitted State = "Admitted"
 	// Running: its pods run, as its controller sees them.
-	Running   State = "Running"
+	Running State = "Running"
+	// Suspended: held without being deleted (generator stop): its pods are
+	// gone, its quota free, until it is resumed.
+	Suspended State = "Suspended"
 	Succeeded State = "Succeeded"
 	Failed    State = "Failed"
 	// Deleting: it is being deleted.
 	Deleting State = "Deleting"
 )
+
+// States are the states a job can be in, in the order of its life.
+var States = []State{Queued, Admitted, Running, Suspended, Succeeded, Failed, Deleting}
 
 // Finished tells whether the job is done, and will not change any more.
 func (s State) Finished() bool { return s == Succeeded || s == Failed }
@@ -129,11 +108,26 @@ type Status struct {
 	// Retries is how many times the job was reset after a failure
 	// (AppWrapper's resettingCount, JobSet's restarts, T9k's backoffCount).
 	Retries int64 `json:"retries,omitempty"`
+	// GPUs are the GPUs (nvidia.com/gpu) the whole job requests.
+	GPUs int64 `json:"gpus"`
+	// Created is when the job was created.
+	Created time.Time `json:"created,omitzero"`
+	// Generator is the version of the chart that rendered the job, from
+	// its marker annotation (torchwrap.dev/generator-version); "" for a
+	// job made otherwise.
+	Generator string `json:"generator,omitempty"`
 	// FailedPod is a pod that failed.
 	FailedPod *FailedPod `json:"failedPod,omitempty"`
+	// Warnings are the recent Warning events of the job's objects and pods,
+	// the latest first (status only).
+	Warnings []Event `json:"warnings,omitempty"`
 	// Notes say what could not be read.
 	Notes []string `json:"notes,omitempty"`
 }
+
+// Marker is the annotation the chart puts on every object it renders,
+// valued with its version: list shows the jobs that carry it.
+const Marker = "torchwrap.dev/generator-version"
 
 // Pods counts a job's pods by phase.
 type Pods struct {
@@ -144,6 +138,8 @@ type Pods struct {
 	Ready     int   `json:"ready"`
 	Succeeded int   `json:"succeeded"`
 	Failed    int   `json:"failed"`
+	// Restarts are the restarts of the pods' containers, added up.
+	Restarts int `json:"restarts"`
 	// Problem is what keeps a pod from starting: no node for it, an image
 	// that cannot be pulled, a container that crashes over and over.
 	Problem string `json:"problem,omitempty"`
@@ -160,25 +156,27 @@ type FailedPod struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Find finds a submitted job by its name, in the order of jobKinds: an
-// AppWrapper first, then a TrainJob, then a job submitted alone.
+// Find finds a submitted job by its name, in the order of kinds: an
+// AppWrapper first, then a TrainJob, then a job submitted alone. The error
+// is NoSuchJob when there is none of that name, Unreachable when the
+// cluster does not answer.
 func (c *Client) Find(ctx context.Context, namespace, name string) (Ref, error) {
 	var looked, unserved, forbidden []string
-	for _, k := range jobKinds {
+	for _, k := range kinds {
 		_, err := c.Dynamic.Resource(k.resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case err == nil:
-			return Ref{Kind: k.kind, Namespace: namespace, Name: name}, nil
+			return Ref{Kind: k.name, Namespace: namespace, Name: name}, nil
 		case c.reachable(err) != nil:
 			return Ref{}, c.reachable(err)
 		case apierrors.IsNotFound(err) && !c.hasResource(ctx, k.resource):
-			unserved = append(unserved, plural(k.kind))
+			unserved = append(unserved, plural(k.name))
 		case apierrors.IsNotFound(err):
-			looked = append(looked, k.kind)
+			looked = append(looked, k.name)
 		case apierrors.IsForbidden(err):
-			forbidden = append(forbidden, plural(k.kind))
+			forbidden = append(forbidden, plural(k.name))
 		default:
-			return Ref{}, fmt.Errorf("looking for a %s %q in namespace %q: %w", k.kind, name, namespace, err)
+			return Ref{}, fmt.Errorf("looking for a %s %q in namespace %q: %w", k.name, name, namespace, err)
 		}
 	}
 	msg := fmt.Sprintf("no job %q in namespace %q", name, namespace)
@@ -191,7 +189,68 @@ func (c *Client) Find(ctx context.Context, namespace, name string) (Ref, error) 
 	if len(forbidden) > 0 {
 		msg += "; you may not read " + sentence(forbidden, "or") + " there (RBAC)"
 	}
-	return Ref{}, errors.New(msg + "; check the name, and the namespace (-n NAMESPACE)")
+	fix := "; check the name, and the namespace (-n NAMESPACE)"
+	if len(looked) > 0 {
+		list, closest := nameList(c.jobNames(ctx, namespace), name, "jobs")
+		if list == "" {
+			list = "there are no jobs here"
+		}
+		msg += "; " + list
+		if closest != "" {
+			fix = fmt.Sprintf("; did you mean %q? Otherwise check the namespace (-n NAMESPACE)", closest)
+		}
+	}
+	return Ref{}, NoSuchJob{Namespace: namespace, Name: name, message: msg + fix}
+}
+
+// NoSuchJob is the error of Find for a name no job has.
+type NoSuchJob struct {
+	Namespace, Name string
+	message         string
+}
+
+func (e NoSuchJob) Error() string { return e.message }
+
+// jobNames are the names of the jobs in a namespace, of every kind the
+// cluster serves and lets the user list.
+func (c *Client) jobNames(ctx context.Context, namespace string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, k := range kinds {
+		list, err := c.Dynamic.Resource(k.resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, item := range list.Items {
+			if !seen[item.GetName()] {
+				seen[item.GetName()] = true
+				names = append(names, item.GetName())
+			}
+		}
+	}
+	return names
+}
+
+// nameList says which names there are, for the message of a missing one,
+// "those here: a, b" (what is "those"): at most ten, and the closest to
+// want; "" for none.
+func nameList(names []string, want, what string) (list string, closest string) {
+	names = slices.Clone(names)
+	sort.Strings(names)
+	lower := make([]string, len(names))
+	for i, n := range names {
+		lower[i] = strings.ToLower(n)
+	}
+	closest = settingsschema.Closest(want, names, lower)
+	if len(names) == 0 {
+		return "", ""
+	}
+	more := ""
+	if len(names) > 10 {
+		more = fmt.Sprintf(" and %d more", len(names)-10)
+		names = names[:10]
+	}
+	return what + " here: " + strings.Join(names, ", ") + more, closest
 }
 
 // sentence writes words as a sentence does: "a, b or c".
@@ -203,46 +262,95 @@ func sentence(words []string, conjunction string) string {
 }
 
 // Status reads the picture of a submitted job: the job, its Kueue Workload,
-// its pods, and its place in the queue when Kueue's visibility API answers.
-// What it may not read is in the Notes; the error is NotFound when the job is
-// not there, Unreachable when the cluster does not answer.
+// its pods, its place in the queue when Kueue's visibility API answers, and
+// its recent Warning events. What it may not read is in the Notes; the
+// error is NotFound when the job is not there, Unreachable when the cluster
+// does not answer.
 func (c *Client) Status(ctx context.Context, ref Ref) (Status, error) {
+	obj, err := c.get(ctx, ref)
+	if err != nil {
+		return Status{}, err
+	}
+	s, podList, wl, err := c.read(ctx, obj)
+	if err != nil {
+		return s, err
+	}
+	warnings, err := c.warnings(ctx, obj, wl, podList)
+	if err := c.note(&s.Notes, "its events", err); err != nil {
+		return s, err
+	}
+	s.Warnings = warnings
+	return s, nil
+}
+
+// reading reads the picture of a job as Status does, without its events:
+// what Follow reads every few seconds.
+func (c *Client) reading(ctx context.Context, ref Ref) (Status, error) {
+	obj, err := c.get(ctx, ref)
+	if err != nil {
+		return Status{}, err
+	}
+	s, _, _, err := c.read(ctx, obj)
+	return s, err
+}
+
+// get reads a job: NotFound when it is not there.
+func (c *Client) get(ctx context.Context, ref Ref) (*unstructured.Unstructured, error) {
 	obj, err := c.Dynamic.Resource(ref.resource()).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return Status{}, NotFound{Ref: ref}
+		return nil, NotFound{Ref: ref}
 	case err != nil && c.reachable(err) != nil:
-		return Status{}, c.reachable(err)
+		return nil, c.reachable(err)
 	case err != nil:
-		return Status{}, fmt.Errorf("reading the %s: %w", ref, err)
+		return nil, fmt.Errorf("reading the %s: %w", ref, err)
 	}
-	return c.statusOf(ctx, obj)
+	return obj, nil
 }
 
-// statusOf reads the picture of a job read from the cluster.
-func (c *Client) statusOf(ctx context.Context, obj *unstructured.Unstructured) (Status, error) {
-	s := Status{Kind: obj.GetKind(), Name: obj.GetName(), Namespace: obj.GetNamespace(), Queue: obj.GetLabels()[QueueLabel]}
-	s.Pods.Expected = expectedPods(obj)
-	var err error
-	switch s.Kind {
-	case "AppWrapper":
-		err = s.fromAppWrapper(obj)
-	case "PyTorchJob":
-		err = s.fromConditions(obj, names{succeeded: "Succeeded", restarting: "Restarting", running: "Running"})
-	case "JobSet":
-		err = s.fromConditions(obj, names{succeeded: "Completed", restarting: "RestartingJobSet"})
-	case "TrainJob":
-		// The Trainer copies its JobSet's Completed (as Complete) and Failed.
-		err = s.fromConditions(obj, names{succeeded: "Complete"})
-	default:
-		err = s.fromT9k(obj)
-	}
-	if err != nil {
-		return s, fmt.Errorf("reading the status of %s %q: %w", s.Kind, s.Name, err)
-	}
+// read reads the picture of a job read from the cluster, from its pods and
+// Workload (given with it), and its place in the queue.
+func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured) (Status, []corev1.Pod, *workload, error) {
+	var notes []string
 	podList, err := c.podsOf(ctx, obj)
-	if err := c.note(&s, "its pods", err); err != nil {
-		return s, err
+	if err := c.note(&notes, "its pods", err); err != nil {
+		return Status{}, nil, nil, err
+	}
+	wl, err := c.workloadOf(ctx, obj)
+	if err := c.note(&notes, "its Kueue Workload", err); err != nil {
+		return Status{}, nil, nil, err
+	}
+	s, err := picture(obj, podList, wl)
+	s.Notes = append(s.Notes, notes...)
+	if err != nil {
+		return s, nil, nil, err
+	}
+	c.place(ctx, &s)
+	return s, podList, wl, nil
+}
+
+// place gives a queued job its position in its LocalQueue, where Kueue's
+// visibility API answers.
+func (c *Client) place(ctx context.Context, s *Status) {
+	if s.State == Queued && s.Workload != "" && s.Queue != "" {
+		positions, _ := c.positions(ctx, s.Namespace, s.Queue)
+		s.Position = positions[s.Workload]
+	}
+}
+
+// picture is the status of a job from what was read of it: the job, its
+// pods and its Kueue Workload (nil for none).
+func picture(obj *unstructured.Unstructured, podList []corev1.Pod, wl *workload) (Status, error) {
+	k := kindOf(obj)
+	s := Status{Kind: obj.GetKind(), Name: obj.GetName(), Namespace: obj.GetNamespace(), Queue: obj.GetLabels()[QueueLabel],
+		Created: obj.GetCreationTimestamp().Time, Generator: obj.GetAnnotations()[Marker]}
+	if job, err := JobOf(obj); err == nil {
+		s.Pods.Expected = job.Pods()
+		gpus := job.Requests()["nvidia.com/gpu"]
+		s.GPUs = gpus.Value()
+	}
+	if err := k.state(&s, obj); err != nil {
+		return s, fmt.Errorf("reading the status of %s %q: %w", s.Kind, s.Name, err)
 	}
 	s.fromPods(podList)
 	// The controller's word may lag behind the pods (AppWrapper looks at
@@ -251,13 +359,9 @@ func (c *Client) statusOf(ctx context.Context, obj *unstructured.Unstructured) (
 	if s.State == Admitted && s.Phase == "" && s.Pods.Expected > 0 && int64(s.Pods.Ready+s.Pods.Succeeded) == s.Pods.Expected {
 		s.State = Running
 	}
-	wl, err := c.workloadOf(ctx, obj)
-	if err := c.note(&s, "its Kueue Workload", err); err != nil {
-		return s, err
-	}
 	s.fromWorkload(wl, obj.GetLabels()[QueueLabel] != "")
-	if s.State == Queued && s.Workload != "" && s.Queue != "" {
-		s.Position = c.position(ctx, s.Namespace, s.Queue, s.Workload)
+	if !s.State.Finished() {
+		s.fromHold(obj, k, wl)
 	}
 	if obj.GetDeletionTimestamp() != nil {
 		s.State = Deleting
@@ -265,18 +369,34 @@ func (c *Client) statusOf(ctx context.Context, obj *unstructured.Unstructured) (
 	return s, nil
 }
 
+// fromHold says whether the job is held (generator stop): its Workload is
+// inactive, or, for a job Kueue does not manage, its own field holds it.
+func (s *Status) fromHold(obj *unstructured.Unstructured, k *kind, wl *workload) {
+	resume := fmt.Sprintf("generator resume %s -n %s", s.Name, s.Namespace)
+	switch {
+	case wl != nil && wl.Spec.Active != nil && !*wl.Spec.Active:
+		s.State, s.Reason = Suspended, "Deactivated"
+		s.Message = fmt.Sprintf("its Kueue Workload %s is inactive (spec.active: false); %s queues it again", wl.Name, resume)
+	case wl == nil && k.suspended(obj) && (obj.GetAnnotations()[stoppedAnnotation] != "" || s.Queue == "" || !k.kueue):
+		// With the queue label, Kueue holds a job it has not admitted
+		// yet by the same field: that job is queued, unless stop held it.
+		s.State = Suspended
+		s.Message = fmt.Sprintf("%s is true; %s runs it again", strings.Join(k.suspend, "."), resume)
+	}
+}
+
 // note records what could not be read; the error is Unreachable when the
 // cluster did not answer.
-func (c *Client) note(s *Status, what string, err error) error {
+func (c *Client) note(notes *[]string, what string, err error) error {
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		return nil
 	case c.reachable(err) != nil:
 		return c.reachable(err)
 	case apierrors.IsForbidden(err):
-		s.Notes = append(s.Notes, what+": you may not read them (RBAC)")
+		*notes = append(*notes, what+": you may not read them (RBAC)")
 	default:
-		s.Notes = append(s.Notes, fmt.Sprintf("%s: %v", what, err))
+		*notes = append(*notes, fmt.Sprintf("%s: %v", what, err))
 	}
 	return nil
 }
@@ -374,8 +494,12 @@ func (s *Status) fromAppWrapper(obj *unstructured.Unstructured) error {
 // have. Every kind says Failed and Suspended.
 type names struct{ succeeded, restarting, running string }
 
-// fromConditions reads the state from the conditions of a bare PyTorchJob,
-// JobSet or TrainJob, and a JobSet's restarts.
+// conditionsNamed reads the state of a bare PyTorchJob, JobSet or TrainJob
+// from its conditions of those names, and a JobSet's restarts.
+func conditionsNamed(names names) func(*Status, *unstructured.Unstructured) error {
+	return func(s *Status, obj *unstructured.Unstructured) error { return s.fromConditions(obj, names) }
+}
+
 func (s *Status) fromConditions(obj *unstructured.Unstructured, names names) error {
 	var st struct {
 		Conditions conditions `json:"conditions"`
@@ -392,7 +516,7 @@ func (s *Status) fromConditions(obj *unstructured.Unstructured, names names) err
 	case cs.isTrue("Failed"):
 		c, _ := cs.get("Failed")
 		s.State, s.Reason, s.Message = Failed, c.Reason, c.Message
-	case suspended(obj) || cs.isTrue("Suspended"):
+	case kindOf(obj).suspended(obj) || cs.isTrue("Suspended"):
 		s.State = Queued
 	case cs.isTrue(names.restarting):
 		c, _ := cs.get(names.restarting)
@@ -469,40 +593,31 @@ func (st t9kStatus) failedReplica() *FailedPod {
 	return nil
 }
 
-// expectedPods is the pod count of a job read from the cluster.
-func expectedPods(obj *unstructured.Unstructured) int64 {
-	var n int64
-	switch obj.GetKind() {
-	case "PyTorchTrainingJob":
-		specs, _, _ := unstructured.NestedSlice(obj.Object, "spec", "replicaSpecs")
-		for _, spec := range specs {
-			m, _ := spec.(map[string]any)
-			n += number(m, "replicas")
-		}
-	case "DeepSpeedJob":
-		worker, _, _ := unstructured.NestedMap(obj.Object, "spec", "worker")
-		n = number(worker, "replicas")
-	default:
-		if job, err := JobOf(obj); err == nil {
-			n = job.Pods()
-		}
-	}
-	return n
-}
-
 // podsOf lists a job's pods: by the label its controller gives them, or (T9k)
 // by their owner.
 func (c *Client) podsOf(ctx context.Context, obj *unstructured.Unstructured) ([]corev1.Pod, error) {
-	selector := podSelector(obj.GetKind(), obj.GetName())
-	list, err := c.Dynamic.Resource(pods).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	k := kindOf(obj)
+	list, err := c.Dynamic.Resource(pods).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: k.selector(obj.GetName())})
+	if err != nil {
+		return nil, err
+	}
+	all, err := podsIn(list)
 	if err != nil {
 		return nil, err
 	}
 	var out []corev1.Pod
-	for _, item := range list.Items {
-		if selector == "" && !ownedBy(&item, obj) {
-			continue
+	for _, pod := range all {
+		if k.owns(obj, &pod) {
+			out = append(out, pod)
 		}
+	}
+	return out, nil
+}
+
+// podsIn reads the pods of a list, sorted by name.
+func podsIn(list *unstructured.UnstructuredList) ([]corev1.Pod, error) {
+	out := make([]corev1.Pod, 0, len(list.Items))
+	for _, item := range list.Items {
 		var pod corev1.Pod
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &pod); err != nil {
 			return nil, fmt.Errorf("reading pod %s: %w", item.GetName(), err)
@@ -511,20 +626,6 @@ func (c *Client) podsOf(ctx context.Context, obj *unstructured.Unstructured) ([]
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// podSelector selects the pods of a job by the label its controller puts on
-// them; "" for a kind whose pods are found by their owner instead.
-func podSelector(kind, name string) string {
-	switch kind {
-	case "AppWrapper":
-		return appWrapperLabel + "=" + name
-	case "PyTorchJob":
-		return pyTorchJobLabel + "=" + name
-	case "JobSet", "TrainJob":
-		return jobSetLabel + "=" + name
-	}
-	return ""
 }
 
 func ownedBy(obj, owner *unstructured.Unstructured) bool {
@@ -553,6 +654,9 @@ func (s *Status) fromPods(list []corev1.Pod) {
 			s.Pods.Succeeded++
 		case corev1.PodFailed:
 			s.Pods.Failed++
+		}
+		for _, c := range pod.Status.ContainerStatuses {
+			s.Pods.Restarts += int(c.RestartCount)
 		}
 		if s.Pods.Problem == "" {
 			s.Pods.Problem = problem(pod)
@@ -611,6 +715,9 @@ type workload struct {
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
 		QueueName string `json:"queueName"`
+		// Active is false for a Workload held (kueuectl stop workload,
+		// generator stop); nil is true.
+		Active *bool `json:"active"`
 	} `json:"spec"`
 	Status struct {
 		Conditions conditions `json:"conditions"`
@@ -623,20 +730,28 @@ type workload struct {
 // workloadOf finds the Kueue Workload of a job: the one it owns. None when
 // Kueue has made none (yet), or is not installed.
 func (c *Client) workloadOf(ctx context.Context, obj *unstructured.Unstructured) (*workload, error) {
-	list, err := c.Dynamic.Resource(c.kueue(ctx, "workloads")).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{})
+	owned, err := c.workloads(ctx, obj.GetNamespace())
+	return owned[obj.GetUID()], err
+}
+
+// workloads lists the Workloads of a namespace ("": of all), by the uid of
+// the job that owns each.
+func (c *Client) workloads(ctx context.Context, namespace string) (map[types.UID]*workload, error) {
+	list, err := c.Dynamic.Resource(c.kueue(ctx, "workloads")).Namespace(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
+	owned := map[types.UID]*workload{}
 	for _, item := range list.Items {
-		if ownedBy(&item, obj) {
-			var wl workload
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &wl); err != nil {
-				return nil, fmt.Errorf("reading Workload %s: %w", item.GetName(), err)
-			}
-			return &wl, nil
+		var wl workload
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &wl); err != nil {
+			return nil, fmt.Errorf("reading Workload %s: %w", item.GetName(), err)
+		}
+		for _, ref := range wl.OwnerReferences {
+			owned[ref.UID] = &wl
 		}
 	}
-	return nil, nil
+	return owned, nil
 }
 
 // fromWorkload adds what Kueue says: the queue, and why a job waits.
@@ -690,12 +805,13 @@ func waiting(cs conditions) (reason, message string) {
 	return "", ""
 }
 
-// position asks Kueue's visibility API for a Workload's place in its
-// LocalQueue; 0 when it does not answer (the API is off, or not allowed).
-func (c *Client) position(ctx context.Context, namespace, queue, name string) int64 {
+// positions asks Kueue's visibility API for the places of the Workloads
+// pending in a LocalQueue, 1 for the next to be admitted; the error says
+// why it did not answer (the API is off, or not allowed).
+func (c *Client) positions(ctx context.Context, namespace, queue string) (map[string]int64, error) {
 	summary, err := c.Dynamic.Resource(visibleQueues).Namespace(namespace).Get(ctx, queue, metav1.GetOptions{}, "pendingworkloads")
 	if err != nil {
-		return 0
+		return nil, err
 	}
 	var pending struct {
 		Items []struct {
@@ -704,12 +820,11 @@ func (c *Client) position(ctx context.Context, namespace, queue, name string) in
 		} `json:"items"`
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(summary.Object, &pending); err != nil {
-		return 0
+		return nil, err
 	}
+	places := map[string]int64{}
 	for _, item := range pending.Items {
-		if item.Name == name {
-			return item.PositionInLocalQueue + 1
-		}
+		places[item.Name] = item.PositionInLocalQueue + 1
 	}
-	return 0
+	return places, nil
 }

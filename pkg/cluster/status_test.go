@@ -504,8 +504,8 @@ func TestStatusLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantJSON := `{"kind":"AppWrapper","name":"demo","namespace":"ml","state":"Failed","reason":"FoundFailedPods","queue":"team-a",` +
-		`"clusterQueue":"team-a-cq","workload":"appwrapper-demo-7d9f2","pods":{"expected":2,"pending":0,"running":0,"ready":0,"succeeded":1,"failed":1},` +
-		`"retries":3,"failedPod":{"pod":"demo-worker-0","container":"pytorch","exitCode":137,"reason":"OOMKilled","message":"Killed\nwhile loading the checkpoint"}}`
+		`"clusterQueue":"team-a-cq","workload":"appwrapper-demo-7d9f2","pods":{"expected":2,"pending":0,"running":0,"ready":0,"succeeded":1,"failed":1,"restarts":0},` +
+		`"retries":3,"gpus":0,"failedPod":{"pod":"demo-worker-0","container":"pytorch","exitCode":137,"reason":"OOMKilled","message":"Killed\nwhile loading the checkpoint"}}`
 	if string(data) != wantJSON {
 		t.Errorf("JSON:\n got %s\nwant %s", data, wantJSON)
 	}
@@ -562,7 +562,7 @@ func TestFind(t *testing.T) {
 		}
 	}
 	_, err := client.Find(context.Background(), "ml", "missing")
-	want := `no job "missing" in namespace "ml": no AppWrapper, TrainJob or PyTorchJob of that name (this cluster serves no JobSets, PyTorchTrainingJobs or DeepSpeedJobs); check the name, and the namespace (-n NAMESPACE)`
+	want := `no job "missing" in namespace "ml": no AppWrapper, TrainJob or PyTorchJob of that name (this cluster serves no JobSets, PyTorchTrainingJobs or DeepSpeedJobs); jobs here: bare, demo; check the name, and the namespace (-n NAMESPACE)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Find(missing) error:\n got %v\nwant %s", err, want)
 	}
@@ -590,5 +590,65 @@ func TestStatusNotFound(t *testing.T) {
 	var missing NotFound
 	if !errors.As(err, &missing) || err.Error() != `no AppWrapper "demo" in namespace "ml"` {
 		t.Errorf("err = %v, want NotFound", err)
+	}
+}
+
+// event is an event of the namespace ml about an object.
+func event(name, typ, kind, object, reason, message, last string, count int) string {
+	return fmt.Sprintf(`
+apiVersion: v1
+kind: Event
+metadata: {name: %s, namespace: ml}
+type: %s
+involvedObject: {kind: %s, name: %s, namespace: ml}
+reason: %s
+message: %q
+count: %d
+lastTimestamp: '%s'`, name, typ, kind, object, reason, message, count, last)
+}
+
+// Status says the recent Warning events of the job, its Workload and its
+// pods, the latest first, and not those of other objects, nor Normal ones.
+func TestStatusWarnings(t *testing.T) {
+	client := cluster(t, nil,
+		appWrapper("{phase: Running}"), workloadOwnedBy("aw-uid", admittedWL),
+		pod("demo-master-0", awPods, readyPod),
+		pod("demo-worker-0", awPods, `{phase: Pending, conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable, message: "0/4 nodes are available"}]}`),
+		event("e1", "Warning", "Pod", "demo-worker-0", "FailedScheduling", "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.", "2026-01-01T10:05:00Z", 7),
+		event("e2", "Warning", "Pod", "demo-master-0", "BackOff", "Back-off restarting failed container pytorch", "2026-01-01T10:04:00Z", 2),
+		event("e3", "Warning", "Pod", "demo-master-0", "FailedMount", "MountVolume.SetUp failed for volume \"data\":\nnot found", "2026-01-01T10:01:00Z", 1),
+		event("e4", "Warning", "PyTorchJob", "demo", "FailedCreatePod", "pods \"demo-worker-0\" is forbidden", "2026-01-01T10:00:00Z", 1),
+		event("e5", "Normal", "Pod", "demo-master-0", "Pulled", "pulled", "2026-01-01T10:06:00Z", 1),
+		event("e6", "Warning", "Pod", "other-master-0", "BackOff", "not this job's", "2026-01-01T10:06:00Z", 1),
+	)
+	s, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `AppWrapper "demo" in namespace "ml": Admitted
+  pods:      ready 1/2; 1 pending
+  problem:   pod demo-worker-0 cannot be scheduled: 0/4 nodes are available
+  queue:     LocalQueue team-a, ClusterQueue team-a-cq
+  workload:  appwrapper-demo-7d9f2
+  warning:   FailedScheduling (Pod demo-worker-0, 7 times): 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.
+  warning:   BackOff (Pod demo-master-0, 2 times): Back-off restarting failed container pytorch
+  warning:   FailedMount (Pod demo-master-0): MountVolume.SetUp failed for volume "data": not found
+  warning:   FailedCreatePod (PyTorchJob demo): pods "demo-worker-0" is forbidden
+`
+	if got := s.Lines(); got != want {
+		t.Errorf("Lines():\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A name no job has: the jobs there, and the closest.
+func TestFindTheClosest(t *testing.T) {
+	client := fakeCluster{objects: appWrapper("{}") + "\n---\n" + strings.Replace(pyTorchJob("{}"), "name: demo", "name: llama-8b", 1)}.client(t)
+	_, err := client.Find(context.Background(), "ml", "lama-8b")
+	want := `no job "lama-8b" in namespace "ml": no AppWrapper, TrainJob, PyTorchJob, JobSet, PyTorchTrainingJob or DeepSpeedJob of that name; jobs here: demo, llama-8b; did you mean "llama-8b"? Otherwise check the namespace (-n NAMESPACE)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Find error:\n got %v\nwant %s", err, want)
+	}
+	if !errors.As(err, &NoSuchJob{}) {
+		t.Errorf("err = %T, want NoSuchJob", err)
 	}
 }

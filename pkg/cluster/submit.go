@@ -5,18 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 )
-
-// deletionPolls bounds the wait for a job Submit replaces to be gone: its
-// controller deletes what it made first, and may be down.
-const deletionPolls = 150
 
 // Submission is what Submit did.
 type Submission struct {
@@ -56,14 +49,17 @@ func (c *Client) Submit(ctx context.Context, job *Job, force bool) (Submission, 
 		return done, fmt.Errorf("the %s is a part of %s %q, which made it: submitting would replace a part of another job; choose another jobName",
 			ref, owner.Kind, owner.Name)
 	default:
-		status, err := c.statusOf(ctx, old)
+		status, _, _, err := c.read(ctx, old)
 		if err != nil {
 			return done, err
 		}
 		if !status.State.Finished() && status.State != Deleting && !force {
 			return done, Busy{Status: status}
 		}
-		if err := c.remove(ctx, resource, old); err != nil {
+		if err := c.remove(ctx, old); err != nil {
+			return done, err
+		}
+		if err := c.gone(ctx, old, false); err != nil {
 			return done, err
 		}
 		done.Replaced = status.State
@@ -86,41 +82,4 @@ func (c *Client) failed(err error, doing string) error {
 		return u
 	}
 	return fmt.Errorf("%s: %s", doing, message(err))
-}
-
-// remove deletes a job, in the foreground (what it made goes first), and
-// waits until it is gone.
-func (c *Client) remove(ctx context.Context, resource dynamic.ResourceInterface, old *unstructured.Unstructured) error {
-	ref := Ref{Kind: old.GetKind(), Namespace: old.GetNamespace(), Name: old.GetName()}
-	if old.GetDeletionTimestamp() == nil {
-		foreground, uid := metav1.DeletePropagationForeground, old.GetUID()
-		err := resource.Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &foreground, Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return c.failed(err, "deleting the "+ref.String())
-		}
-	}
-	last := old
-	for range deletionPolls {
-		obj, err := resource.Get(ctx, ref.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return c.failed(err, "waiting for the "+ref.String()+" to be deleted")
-		case obj.GetUID() != old.GetUID():
-			return fmt.Errorf("another %s was created while the old one was deleted; see what it is (generator status %s -n %s)", ref, ref.Name, ref.Namespace)
-		}
-		last = obj
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(c.every()):
-		}
-	}
-	waiting := ""
-	if finalizers := last.GetFinalizers(); len(finalizers) > 0 {
-		waiting = " (finalizers: " + strings.Join(finalizers, ", ") + ")"
-	}
-	return fmt.Errorf("the %s is still being deleted after %v%s: what should delete it may be down; submit again once it is gone",
-		ref, deletionPolls*c.every(), waiting)
 }

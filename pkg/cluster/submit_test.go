@@ -158,7 +158,7 @@ func TestSubmitGivesUpWaitingForAJobThatIsNotDeleted(t *testing.T) {
 	client.Poll = time.Millisecond
 	_, err := client.Submit(context.Background(), submitted(t), false)
 	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" is still being deleted after 150ms (finalizers: workload.codeflare.dev/finalizer): `+
-		`what should delete it may be down; submit again once it is gone`)
+		`what should delete it may be down; see it with generator status demo -n ml`)
 	require.Empty(t, got)
 }
 

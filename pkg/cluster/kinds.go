@@ -1,0 +1,404 @@
+package cluster
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// kind is all the generator knows of one kind of job it makes: where the
+// cluster serves it, how to find its pods and tell them apart, what its
+// training container is, how many pods it has, how to read its state, and
+// how to hold it without deleting it. Every question about a kind is
+// answered here, and nowhere else.
+type kind struct {
+	name     string
+	resource schema.GroupVersionResource
+	// podLabel is the label its controller puts on its pods, valued with
+	// the job's name; "" for a kind whose pods are found by their owner.
+	podLabel string
+	// container is the training container of its pods, as the chart names
+	// it (torchwrap.containerName).
+	container string
+	// kueue tells whether Kueue manages the kind on its own: a job of it
+	// with the queue label gets a Workload of its own.
+	kueue bool
+	// suspend is the field of the job that holds it, for a job Kueue does
+	// not manage (Kueue's own is the Workload's spec.active).
+	suspend []string
+	// podSets are the job's groups of identical pods, as Kueue counts them
+	// (T9k's: as its controller makes them).
+	podSets func(obj map[string]any) ([]PodSet, error)
+	// state reads the job's state from its status.
+	state func(s *Status, obj *unstructured.Unstructured) error
+	// member is a pod's place in a job of the kind (obj); false when the
+	// pod does not say it.
+	member func(obj map[string]any, pod *corev1.Pod) (Member, bool)
+}
+
+// The labels that mark a job's pods.
+const (
+	appWrapperLabel = "workload.codeflare.dev/appwrapper"
+	pyTorchJobLabel = "training.kubeflow.org/job-name"
+	// jobSetLabel marks the pods of a JobSet, and of a TrainJob: the
+	// Trainer makes a JobSet of the TrainJob's name.
+	jobSetLabel = "jobset.sigs.k8s.io/jobset-name"
+)
+
+// kinds are the kinds a job is submitted as, in the order a name is looked
+// for: what makes a job of the same name before it (the AppWrapper its
+// component, a TrainJob its JobSet), then the jobs submitted alone. (Set in
+// init: an AppWrapper's entry looks up its component's.)
+var kinds []*kind
+
+func init() { kinds = table() }
+
+func table() []*kind {
+	return []*kind{{
+		name:     "AppWrapper",
+		resource: schema.GroupVersionResource{Group: "workload.codeflare.dev", Version: "v1beta2", Resource: "appwrappers"},
+		// Its controller labels the pods of every component, whatever their
+		// kind; a wrapped job's pods also carry that job's own labels.
+		podLabel: appWrapperLabel,
+		kueue:    true,
+		suspend:  []string{"spec", "suspend"},
+		podSets:  appWrapperPodSets,
+		state:    (*Status).fromAppWrapper,
+		member: func(obj map[string]any, pod *corev1.Pod) (Member, bool) {
+			inner := innerOf(obj)
+			if k := kindNamed(stringAt(inner, "kind")); k != nil {
+				return k.member(inner, pod)
+			}
+			return Member{}, false
+		},
+	}, {
+		name:      "TrainJob",
+		resource:  schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"},
+		podLabel:  jobSetLabel,
+		container: "node",
+		kueue:     true,
+		suspend:   []string{"spec", "suspend"},
+		podSets:   trainJobPodSets,
+		// The Trainer copies its JobSet's Completed (as Complete) and Failed.
+		state: conditionsNamed(names{succeeded: "Complete"}),
+		// Its JobSet has one replicated job, node, of one Job.
+		member: func(_ map[string]any, pod *corev1.Pod) (Member, bool) { return jobSetMember(nil, pod) },
+	}, {
+		name:      "PyTorchJob",
+		resource:  schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"},
+		podLabel:  pyTorchJobLabel,
+		container: "pytorch",
+		kueue:     true,
+		suspend:   []string{"spec", "runPolicy", "suspend"},
+		podSets:   pyTorchJobPodSets,
+		state:     conditionsNamed(names{succeeded: "Succeeded", restarting: "Restarting", running: "Running"}),
+		member:    pyTorchJobMember,
+	}, {
+		name:      "JobSet",
+		resource:  schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"},
+		podLabel:  jobSetLabel,
+		container: "pytorch",
+		kueue:     true,
+		suspend:   []string{"spec", "suspend"},
+		podSets:   jobSetPodSets,
+		state:     conditionsNamed(names{succeeded: "Completed", restarting: "RestartingJobSet"}),
+		member: func(obj map[string]any, pod *corev1.Pod) (Member, bool) {
+			jobs, _, _ := unstructured.NestedSlice(obj, "spec", "replicatedJobs")
+			return jobSetMember(jobs, pod)
+		},
+	}, {
+		name:      "PyTorchTrainingJob",
+		resource:  schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "pytorchtrainingjobs"},
+		container: "pytorch",
+		// T9k's jobs have no suspend field; pausing stops their pods.
+		suspend: []string{"spec", "runMode", "pause", "enabled"},
+		podSets: func(obj map[string]any) ([]PodSet, error) {
+			specs, _, _ := unstructured.NestedSlice(obj, "spec", "replicaSpecs")
+			var sets []PodSet
+			for i, s := range specs {
+				spec, _ := s.(map[string]any)
+				pod, err := podSpecAt(spec, "template")
+				if err != nil {
+					return nil, fmt.Errorf("replicaSpecs[%d]: %w", i, err)
+				}
+				sets = append(sets, PodSet{Name: stringAt(spec, "type"), Count: number(spec, "replicas"), Pod: pod})
+			}
+			return sets, nil
+		},
+		state:  (*Status).fromT9k,
+		member: t9kMember,
+	}, {
+		name:      "DeepSpeedJob",
+		resource:  schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "deepspeedjobs"},
+		container: "worker",
+		suspend:   []string{"spec", "runMode", "pause", "enabled"},
+		podSets: func(obj map[string]any) ([]PodSet, error) {
+			worker, _, _ := unstructured.NestedMap(obj, "spec", "worker")
+			pod, err := podSpecAt(worker, "template")
+			if err != nil {
+				return nil, fmt.Errorf("worker: %w", err)
+			}
+			return []PodSet{{Name: "worker", Count: number(worker, "replicas"), Pod: pod}}, nil
+		},
+		state:  (*Status).fromT9k,
+		member: t9kMember,
+	}}
+}
+
+// kindNamed is the kind of that name; nil for one the generator does not
+// make.
+func kindNamed(name string) *kind {
+	for _, k := range kinds {
+		if k.name == name {
+			return k
+		}
+	}
+	return nil
+}
+
+// kindOf is the kind of an object; nil for one the generator does not make.
+func kindOf(obj *unstructured.Unstructured) *kind { return kindNamed(obj.GetKind()) }
+
+// selector selects the pods of a job by the label its controller puts on
+// them; "" for a kind whose pods are found by their owner instead.
+func (k *kind) selector(name string) string {
+	if k.podLabel == "" {
+		return ""
+	}
+	return k.podLabel + "=" + name
+}
+
+// owns tells whether a pod (of the job's namespace) is one of the job's.
+func (k *kind) owns(obj *unstructured.Unstructured, pod *corev1.Pod) bool {
+	if k.podLabel != "" {
+		return pod.Labels[k.podLabel] == obj.GetName()
+	}
+	for _, ref := range pod.OwnerReferences {
+		if ref.UID == obj.GetUID() {
+			return true
+		}
+	}
+	return false
+}
+
+// suspended tells whether the job's own suspend field holds it.
+func (k *kind) suspended(obj *unstructured.Unstructured) bool {
+	s, _, _ := unstructured.NestedBool(obj.Object, k.suspend...)
+	return s
+}
+
+// trainingContainer is the container whose log is the job's: the one the
+// chart names for the job's kind (the wrapped one's, in an AppWrapper),
+// else the one kubectl would read, else the first.
+func (k *kind) trainingContainer(obj map[string]any, pod *corev1.Pod) string {
+	name := k.container
+	if k.name == "AppWrapper" {
+		if inner := kindNamed(stringAt(innerOf(obj), "kind")); inner != nil {
+			name = inner.container
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == name {
+			return name
+		}
+	}
+	if name := pod.Annotations["kubectl.kubernetes.io/default-container"]; name != "" {
+		return name
+	}
+	if len(pod.Spec.Containers) > 0 {
+		return pod.Spec.Containers[0].Name
+	}
+	return ""
+}
+
+// Member is a pod's place in its job: its role and index, as the job's
+// kind names its pods (master-0, worker-1, node-3), and its node rank, the
+// torchrun node rank its pod has.
+type Member struct {
+	Role  string `json:"role"`
+	Index int    `json:"index"`
+	Rank  int    `json:"rank"`
+}
+
+// String is the role and index: worker-1.
+func (m Member) String() string { return m.Role + "-" + strconv.Itoa(m.Index) }
+
+// innerOf is the job an AppWrapper wraps: its first component's template.
+func innerOf(obj map[string]any) map[string]any {
+	components, _, _ := unstructured.NestedSlice(obj, "spec", "components")
+	if len(components) == 0 {
+		return nil
+	}
+	component, _ := components[0].(map[string]any)
+	template, _ := component["template"].(map[string]any)
+	return template
+}
+
+func stringAt(obj map[string]any, key string) string {
+	s, _ := obj[key].(string)
+	return s
+}
+
+// pyTorchJobMember reads the training operator's labels: replica type
+// (master, worker) and index. The master is node rank 0; worker i is rank
+// i + the number of masters.
+func pyTorchJobMember(obj map[string]any, pod *corev1.Pod) (Member, bool) {
+	role := strings.ToLower(pod.Labels["training.kubeflow.org/replica-type"])
+	index, err := strconv.Atoi(pod.Labels["training.kubeflow.org/replica-index"])
+	if role == "" || err != nil {
+		return Member{}, false
+	}
+	m := Member{Role: role, Index: index, Rank: index}
+	if role == "worker" {
+		if master, ok, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs", "Master"); ok {
+			m.Rank += int(number(master, "replicas"))
+		}
+	}
+	return m, true
+}
+
+// jobSetMember reads JobSet's labels: replicated job, Job index, and the
+// Job controller's completion index (a label, else the annotation). The
+// role is the replicated job's name, with the Job's index when it has more
+// than one Job (jobs, the JobSet's replicatedJobs, tells; nil for one). The
+// rank counts the pods of the replicated jobs and Jobs before it.
+func jobSetMember(jobs []any, pod *corev1.Pod) (Member, bool) {
+	role := pod.Labels["jobset.sigs.k8s.io/replicatedjob-name"]
+	completion := pod.Labels["batch.kubernetes.io/job-completion-index"]
+	if completion == "" {
+		completion = pod.Annotations["batch.kubernetes.io/job-completion-index"]
+	}
+	index, err := strconv.Atoi(completion)
+	if role == "" || err != nil {
+		return Member{}, false
+	}
+	jobIndex, _ := strconv.Atoi(pod.Labels["jobset.sigs.k8s.io/job-index"])
+	m := Member{Role: role, Index: index, Rank: index}
+	for _, j := range jobs {
+		job, _ := j.(map[string]any)
+		spec, _, _ := unstructured.NestedMap(job, "template", "spec")
+		replicas, perJob := number(job, "replicas"), min(number(spec, "parallelism"), number(spec, "completions"))
+		if stringAt(job, "name") != role {
+			m.Rank += int(replicas * perJob)
+			continue
+		}
+		m.Rank += jobIndex * int(perJob)
+		if replicas > 1 {
+			m.Role = fmt.Sprintf("%s-%d", role, jobIndex)
+		}
+		break
+	}
+	return m, true
+}
+
+// t9kMember reads a T9k pod's name, <job>-<type>-<index>: T9k does not
+// document the labels of its pods. The rank counts the replicas of the
+// types before it, in the order of the job's replicaSpecs (a DeepSpeedJob
+// has workers alone).
+func t9kMember(obj map[string]any, pod *corev1.Pod) (Member, bool) {
+	meta, _ := obj["metadata"].(map[string]any)
+	rest, ok := strings.CutPrefix(pod.Name, stringAt(meta, "name")+"-")
+	role, indexText, found := strings.Cut(rest, "-")
+	index, err := strconv.Atoi(indexText)
+	if !ok || !found || err != nil {
+		return Member{}, false
+	}
+	m := Member{Role: role, Index: index, Rank: index}
+	specs, _, _ := unstructured.NestedSlice(obj, "spec", "replicaSpecs")
+	for _, s := range specs {
+		spec, _ := s.(map[string]any)
+		if stringAt(spec, "type") == role {
+			break
+		}
+		m.Rank += int(number(spec, "replicas"))
+	}
+	return m, true
+}
+
+// appWrapperPodSets are an AppWrapper's podSets: those each component
+// declares, else those Kueue infers from the component's kind.
+func appWrapperPodSets(obj map[string]any) ([]PodSet, error) {
+	var sets []PodSet
+	components, _, _ := unstructured.NestedSlice(obj, "spec", "components")
+	for i, c := range components {
+		component, _ := c.(map[string]any)
+		template, _ := component["template"].(map[string]any)
+		declared, _ := component["podSets"].([]any)
+		if len(declared) == 0 {
+			if k := kindNamed(stringAt(template, "kind")); k != nil && k.kueue {
+				inferred, err := k.podSets(template)
+				if err != nil {
+					return nil, err
+				}
+				sets = append(sets, inferred...)
+			}
+			continue
+		}
+		for j, d := range declared {
+			ps, _ := d.(map[string]any)
+			path, _ := ps["path"].(string)
+			pod, err := podSpecAt(component, path)
+			if err != nil {
+				return nil, fmt.Errorf("component %d, podSet %d: %w", i, j, err)
+			}
+			sets = append(sets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: number(ps, "replicas"), Pod: pod})
+		}
+	}
+	return sets, nil
+}
+
+// pyTorchJobPodSets are a PyTorchJob's replica types, by name.
+func pyTorchJobPodSets(obj map[string]any) ([]PodSet, error) {
+	specs, _, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs")
+	names := make([]string, 0, len(specs))
+	for name := range specs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var sets []PodSet
+	for _, name := range names {
+		spec, _ := specs[name].(map[string]any)
+		pod, err := podSpecAt(spec, "template")
+		if err != nil {
+			return nil, fmt.Errorf("pytorchReplicaSpecs.%s: %w", name, err)
+		}
+		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: number(spec, "replicas"), Pod: pod})
+	}
+	return sets, nil
+}
+
+// jobSetPodSets are a JobSet's replicated jobs: replicas × pods of each Job.
+func jobSetPodSets(obj map[string]any) ([]PodSet, error) {
+	jobs, _, _ := unstructured.NestedSlice(obj, "spec", "replicatedJobs")
+	var sets []PodSet
+	for i, j := range jobs {
+		job, _ := j.(map[string]any)
+		spec, _, _ := unstructured.NestedMap(job, "template", "spec")
+		pod, err := podSpecAt(job, "template.spec.template")
+		if err != nil {
+			return nil, fmt.Errorf("replicatedJobs[%d]: %w", i, err)
+		}
+		pods := min(number(spec, "parallelism"), number(spec, "completions"))
+		sets = append(sets, PodSet{Name: stringAt(job, "name"), Count: number(job, "replicas") * pods, Pod: pod})
+	}
+	return sets, nil
+}
+
+// trainJobPodSets are a TrainJob's nodes: its trainer's numNodes pods,
+// each asking resourcesPerNode (the Trainer builds the pods from the
+// runtime, whose other containers this leaves out).
+func trainJobPodSets(obj map[string]any) ([]PodSet, error) {
+	trainer, _, _ := unstructured.NestedMap(obj, "spec", "trainer")
+	resources, _ := trainer["resourcesPerNode"].(map[string]any)
+	var node corev1.Container
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(resources, &node.Resources); err != nil {
+		return nil, fmt.Errorf("spec.trainer.resourcesPerNode: %w", err)
+	}
+	return []PodSet{{Name: "node", Count: number(trainer, "numNodes"), Pod: corev1.PodSpec{Containers: []corev1.Container{node}}}}, nil
+}

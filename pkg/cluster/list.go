@@ -1,0 +1,257 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// ListOptions say which jobs List shows.
+type ListOptions struct {
+	// Namespace is the namespace listed; "" for every namespace.
+	Namespace string
+	// Selector is a label selector the jobs match.
+	Selector string
+	// Everyone lists the jobs of the kinds the generator makes whoever
+	// made them; otherwise only those that carry its Marker.
+	Everyone bool
+	// States keeps the jobs in these states; none keeps all.
+	States []State
+}
+
+// Listing is what List found: the jobs, and what could not be read.
+type Listing struct {
+	Jobs  []Status `json:"items"`
+	Notes []string `json:"notes,omitempty"`
+}
+
+// List lists the jobs in a namespace, or in all: one list of each kind the
+// cluster serves, one of Workloads and one of pods, joined here, and one
+// question to Kueue's visibility API for each LocalQueue that holds queued
+// jobs. A job another job made (an AppWrapper's component, a TrainJob's
+// JobSet) is part of that one. The error is Unreachable when the cluster
+// does not answer.
+func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
+	var out Listing
+	note := func(format string, args ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, args...)) }
+	where := "in namespace " + fmt.Sprintf("%q", opts.Namespace)
+	if opts.Namespace == "" {
+		where = "in all namespaces"
+	}
+	lists := make([]*unstructured.UnstructuredList, len(kinds))
+	errs := make([]error, len(kinds))
+	var wg sync.WaitGroup
+	for i, k := range kinds {
+		wg.Go(func() {
+			lists[i], errs[i] = c.Dynamic.Resource(k.resource).Namespace(opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: opts.Selector})
+		})
+	}
+	wg.Wait()
+	var jobs []*unstructured.Unstructured
+	for i, k := range kinds {
+		switch err := errs[i]; {
+		case err == nil:
+		case c.reachable(err) != nil:
+			return out, c.reachable(err)
+		case apierrors.IsNotFound(err):
+			continue // not served here
+		case apierrors.IsForbidden(err):
+			note("%s: you may not list them %s (RBAC: list on %s)", plural(k.name), where, k.resource.GroupResource())
+			continue
+		case apierrors.IsBadRequest(err):
+			return out, fmt.Errorf("-l %s: %s", opts.Selector, message(err))
+		default:
+			return out, fmt.Errorf("listing %s: %w", plural(k.name), err)
+		}
+		for j := range lists[i].Items {
+			obj := &lists[i].Items[j]
+			if (opts.Everyone || obj.GetAnnotations()[Marker] != "") && !made(obj) {
+				jobs = append(jobs, obj)
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		return out, nil
+	}
+	owned, err := c.workloads(ctx, opts.Namespace)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+	case c.reachable(err) != nil:
+		return out, c.reachable(err)
+	case apierrors.IsForbidden(err):
+		note("Kueue Workloads: you may not list them %s (RBAC: list on workloads.kueue.x-k8s.io): why a job waits is not known", where)
+	default:
+		note("Kueue Workloads: %v", err)
+	}
+	pods, err := c.podIndex(ctx, opts.Namespace)
+	switch {
+	case err == nil:
+	case c.reachable(err) != nil:
+		return out, c.reachable(err)
+	case apierrors.IsForbidden(err):
+		note("pods: you may not list them %s (RBAC: list on pods): their counts are not known", where)
+	default:
+		note("pods: %v", err)
+	}
+	for _, obj := range jobs {
+		s, err := picture(obj, pods.of(obj), owned[obj.GetUID()])
+		if err != nil {
+			return out, err
+		}
+		if len(opts.States) == 0 || slices.Contains(opts.States, s.State) {
+			out.Jobs = append(out.Jobs, s)
+		}
+	}
+	c.placeAll(ctx, out.Jobs, note)
+	sort.Slice(out.Jobs, func(i, j int) bool {
+		a, b := out.Jobs[i], out.Jobs[j]
+		return a.Namespace+"/"+a.Name+"/"+a.Kind < b.Namespace+"/"+b.Name+"/"+b.Kind
+	})
+	return out, nil
+}
+
+// made tells whether another job made this one: its controller is of a
+// kind the generator makes (an AppWrapper, a TrainJob).
+func made(obj *unstructured.Unstructured) bool {
+	owner := metav1.GetControllerOf(obj)
+	return owner != nil && kindNamed(owner.Kind) != nil
+}
+
+// placeAll gives the queued jobs their positions: one question to Kueue's
+// visibility API for each LocalQueue that holds some.
+func (c *Client) placeAll(ctx context.Context, jobs []Status, note func(string, ...any)) {
+	asked := map[string]map[string]int64{}
+	failed := false
+	for i := range jobs {
+		s := &jobs[i]
+		if s.State != Queued || s.Workload == "" || s.Queue == "" {
+			continue
+		}
+		queue := s.Namespace + "/" + s.Queue
+		positions, ok := asked[queue]
+		if !ok {
+			var err error
+			positions, err = c.positions(ctx, s.Namespace, s.Queue)
+			if err != nil && !failed {
+				failed = true
+				note("positions in the queues: Kueue's visibility API (%s) does not answer: %s", visibleQueues.GroupVersion(), message(err))
+			}
+			asked[queue] = positions
+		}
+		s.Position = positions[s.Workload]
+	}
+}
+
+// podIndex is the pods of a namespace (or of all), found by the labels the
+// kinds' controllers give them, or by their owner.
+type podIndex struct {
+	labelled map[string][]corev1.Pod // label=value/namespace
+	owned    map[types.UID][]corev1.Pod
+}
+
+func (c *Client) podIndex(ctx context.Context, namespace string) (podIndex, error) {
+	index := podIndex{labelled: map[string][]corev1.Pod{}, owned: map[types.UID][]corev1.Pod{}}
+	list, err := c.Dynamic.Resource(pods).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return index, err
+	}
+	all, err := podsIn(list)
+	if err != nil {
+		return index, err
+	}
+	labels := map[string]bool{}
+	for _, k := range kinds {
+		if k.podLabel != "" {
+			labels[k.podLabel] = true
+		}
+	}
+	for _, pod := range all {
+		for label := range labels {
+			if value, ok := pod.Labels[label]; ok {
+				key := label + "=" + value + "/" + pod.Namespace
+				index.labelled[key] = append(index.labelled[key], pod)
+			}
+		}
+		for _, ref := range pod.OwnerReferences {
+			index.owned[ref.UID] = append(index.owned[ref.UID], pod)
+		}
+	}
+	return index, nil
+}
+
+// of are the pods of a job.
+func (p podIndex) of(obj *unstructured.Unstructured) []corev1.Pod {
+	k := kindOf(obj)
+	if k.podLabel == "" {
+		return p.owned[obj.GetUID()]
+	}
+	return p.labelled[k.selector(obj.GetName())+"/"+obj.GetNamespace()]
+}
+
+// Table writes the listing as a table, as kubectl get does: with the
+// namespace of each job when allNamespaces, more columns when wide. now
+// is the time the ages are counted to.
+func (l Listing) Table(allNamespaces, wide bool, now time.Time) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 3, ' ', 0)
+	columns := []string{"NAME", "KIND", "STATE", "QUEUE", "POSITION", "PODS", "GPUS", "RESTARTS", "AGE"}
+	if allNamespaces {
+		columns = append([]string{"NAMESPACE"}, columns...)
+	}
+	if wide {
+		columns = append(columns, "CLUSTERQUEUE", "WORKLOAD", "POD-RESTARTS", "WHY")
+	}
+	fmt.Fprintln(w, strings.Join(columns, "\t"))
+	for _, s := range l.Jobs {
+		row := []string{s.Name, s.Kind, string(s.State), dash(s.Queue), dash(count(s.Position)), fmt.Sprintf("%d/%d", s.Pods.Ready, s.Pods.Expected),
+			fmt.Sprint(s.GPUs), fmt.Sprint(s.Retries), age(s.Created, now)}
+		if allNamespaces {
+			row = append([]string{s.Namespace}, row...)
+		}
+		if wide {
+			why := s.why()
+			if s.FailedPod != nil {
+				why = strings.TrimPrefix(why+"; "+s.FailedPod.String(), "; ")
+			}
+			row = append(row, dash(s.ClusterQueue), dash(s.Workload), fmt.Sprint(s.Pods.Restarts), dash(why))
+		}
+		fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+	w.Flush()
+	return b.String()
+}
+
+func dash(text string) string {
+	if text == "" {
+		return "-"
+	}
+	return text
+}
+
+// count is a number that 0 leaves out.
+func count(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+// age is how long ago a job was created, as kubectl writes it: 5m, 3h, 2d.
+func age(created, now time.Time) string {
+	if created.IsZero() {
+		return "-"
+	}
+	return duration.HumanDuration(now.Sub(created))
+}

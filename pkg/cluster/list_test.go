@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// marked marks a job as the generator's (its annotation), created at a time.
+func marked(job, name, uid string) string {
+	job = strings.Replace(job, "name: demo\n  namespace: ml", "name: "+name+"\n  namespace: ml\n  creationTimestamp: '2026-01-01T10:00:00Z'\n  annotations: {torchwrap.dev/generator-version: 0.1.0}", 1)
+	return strings.Replace(job, "uid: aw-uid", "uid: "+uid, 1)
+}
+
+// workloadNamed is a Workload of a job's uid, named, with a status.
+func workloadNamed(name, uid, status string) string {
+	return strings.Replace(workloadOwnedBy(uid, status), "name: appwrapper-demo-7d9f2", "name: "+name, 1)
+}
+
+// listed is a cluster of jobs the generator made, of each state, and of
+// others.
+func listed(t *testing.T, react func(*dynamicfake.FakeDynamicClient)) *Client {
+	aw := func(name, uid, status string) string { return marked(appWrapper(status), name, uid) }
+	return cluster(t, react,
+		aw("queued", "q-uid", "{phase: Suspended}"), workloadNamed("appwrapper-queued-1", "q-uid", pendingWL),
+		aw("running", "r-uid", "{phase: Running, resettingCount: 2, conditions: [{type: PodsReady, status: 'True'}]}"),
+		workloadNamed("appwrapper-running-1", "r-uid", admittedWL),
+		strings.Replace(pod("running-master-0", "{workload.codeflare.dev/appwrapper: running}", readyPod), "status: {", "status: {containerStatuses: [{name: pytorch, restartCount: 3}], ", 1),
+		pod("running-worker-0", "{workload.codeflare.dev/appwrapper: running}", readyPod),
+		aw("stopped", "s-uid", "{phase: Suspended}"),
+		strings.Replace(workloadNamed("appwrapper-stopped-1", "s-uid", "{conditions: [{type: Evicted, status: 'True', reason: Deactivated}]}"),
+			"spec: {queueName: team-a}", "spec: {queueName: team-a, active: false}", 1),
+		// The component the AppWrapper running made: part of it.
+		`{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: running, namespace: ml, annotations: {torchwrap.dev/generator-version: 0.1.0},
+  ownerReferences: [{apiVersion: workload.codeflare.dev/v1beta2, kind: AppWrapper, name: running, uid: r-uid, controller: true}]}}`,
+		// A job someone else made.
+		strings.Replace(trainJob(false, "{conditions: [{type: Complete, status: 'True'}]}"), "name: demo", "name: theirs", 1),
+	)
+}
+
+func TestList(t *testing.T) {
+	var visibility int
+	client := listed(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		pendingWorkloads(dyn)
+		dyn.PrependReactor("get", "localqueues", func(clienttesting.Action) (bool, runtime.Object, error) {
+			visibility++
+			return false, nil, nil
+		})
+	})
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	require.Empty(t, list.Notes)
+	require.Equal(t, 1, visibility, "one question to the visibility API for the one LocalQueue with queued jobs")
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	require.Equal(t, `NAME      KIND         STATE       QUEUE    POSITION   PODS   GPUS   RESTARTS   AGE
+queued    AppWrapper   Queued      team-a   -          0/2    0      0          120m
+running   AppWrapper   Running     team-a   -          2/2    0      2          120m
+stopped   AppWrapper   Suspended   team-a   -          0/2    0      0          120m
+`, list.Table(false, false, now))
+	require.Equal(t, `NAMESPACE   NAME      KIND         STATE       QUEUE    POSITION   PODS   GPUS   RESTARTS   AGE    CLUSTERQUEUE   WORKLOAD               POD-RESTARTS   WHY
+ml          queued    AppWrapper   Queued      team-a   -          0/2    0      0          120m   -              appwrapper-queued-1    0              Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed
+ml          running   AppWrapper   Running     team-a   -          2/2    0      2          120m   team-a-cq      appwrapper-running-1   3              -
+ml          stopped   AppWrapper   Suspended   team-a   -          0/2    0      0          120m   -              appwrapper-stopped-1   0              Deactivated: its Kueue Workload appwrapper-stopped-1 is inactive (spec.active: false); generator resume stopped -n ml queues it again
+`, list.Table(true, true, now))
+}
+
+// Kueue's visibility API gives the positions of the queued jobs.
+func TestListPositions(t *testing.T) {
+	client := listed(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("get", "localqueues", func(action clienttesting.Action) (bool, runtime.Object, error) {
+			return true, object(t, `{apiVersion: visibility.kueue.x-k8s.io/v1beta1, kind: PendingWorkloadsSummary,
+  items: [{metadata: {name: appwrapper-queued-1}, positionInLocalQueue: 3}]}`), nil
+		})
+	})
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml", States: []State{Queued}})
+	require.NoError(t, err)
+	require.Len(t, list.Jobs, 1)
+	require.Equal(t, int64(4), list.Jobs[0].Position)
+}
+
+// Without Kueue's visibility API, the positions are not known, and a note
+// says so.
+func TestListWithoutVisibility(t *testing.T) {
+	client := listed(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("get", "localqueues", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "visibility.kueue.x-k8s.io", Resource: "localqueues"}, "team-a")
+		})
+	})
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	require.Equal(t, []string{`positions in the queues: Kueue's visibility API (visibility.kueue.x-k8s.io/v1beta1) does not answer: localqueues.visibility.kueue.x-k8s.io "team-a" not found`}, list.Notes)
+}
+
+func TestListFilters(t *testing.T) {
+	client := listed(t, nil)
+	for _, tc := range []struct {
+		opts ListOptions
+		want []string
+	}{
+		{ListOptions{Namespace: "ml"}, []string{"AppWrapper queued", "AppWrapper running", "AppWrapper stopped"}},
+		{ListOptions{Namespace: "ml", Everyone: true}, []string{"AppWrapper queued", "AppWrapper running", "AppWrapper stopped", "TrainJob theirs"}},
+		{ListOptions{Namespace: "ml", Everyone: true, States: []State{Succeeded, Suspended}}, []string{"AppWrapper stopped", "TrainJob theirs"}},
+		{ListOptions{Namespace: "other"}, nil},
+		{ListOptions{}, []string{"AppWrapper queued", "AppWrapper running", "AppWrapper stopped"}},
+	} {
+		list, err := client.List(context.Background(), tc.opts)
+		require.NoError(t, err)
+		var got []string
+		for _, s := range list.Jobs {
+			got = append(got, s.Kind+" "+s.Name)
+		}
+		require.Equal(t, tc.want, got, "%+v", tc.opts)
+	}
+}
+
+// One list of each kind, of Workloads and of pods, whatever the number of
+// jobs.
+func TestListAsksOnce(t *testing.T) {
+	client := listed(t, nil)
+	_, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	asked := map[string]int{}
+	for _, a := range client.Dynamic.(*dynamicfake.FakeDynamicClient).Actions() {
+		asked[a.GetVerb()+" "+a.GetResource().Resource]++
+	}
+	require.Equal(t, map[string]int{
+		"list appwrappers": 1, "list trainjobs": 1, "list pytorchjobs": 1, "list jobsets": 1, "list pytorchtrainingjobs": 1, "list deepspeedjobs": 1,
+		"list workloads": 1, "list pods": 1, "get localqueues": 1,
+	}, asked)
+}
+
+// The JSON of list -o json: the items as status -o json writes each.
+func TestListJSON(t *testing.T) {
+	client := listed(t, nil)
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml", States: []State{Running}})
+	require.NoError(t, err)
+	data, err := json.Marshal(list)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"items": [{"kind": "AppWrapper", "name": "running", "namespace": "ml", "state": "Running", "queue": "team-a",
+  "clusterQueue": "team-a-cq", "workload": "appwrapper-running-1",
+  "pods": {"expected": 2, "pending": 0, "running": 2, "ready": 2, "succeeded": 0, "failed": 0, "restarts": 3},
+  "retries": 2, "gpus": 0, "created": "2026-01-01T10:00:00Z", "generator": "0.1.0"}]}`, string(data))
+}
+
+func TestListErrors(t *testing.T) {
+	// A kind the user may not list is a note; the others are listed.
+	client := listed(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("list", "trainjobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "trainjobs"}, "", errors.New("RBAC"))
+		})
+		dyn.PrependReactor("list", "workloads", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "workloads"}, "", errors.New("RBAC"))
+		})
+	})
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	require.Len(t, list.Jobs, 3)
+	require.Equal(t, []string{
+		`TrainJobs: you may not list them in namespace "ml" (RBAC: list on trainjobs.trainer.kubeflow.org)`,
+		`Kueue Workloads: you may not list them in namespace "ml" (RBAC: list on workloads.kueue.x-k8s.io): why a job waits is not known`,
+	}, list.Notes)
+	// Kinds the cluster does not serve are not listed.
+	client = fakeCluster{objects: appWrapper("{}"), without: []string{"batch.tensorstack.dev/v1beta1", "jobset.x-k8s.io/v1alpha2"}}.client(t)
+	_, err = client.List(context.Background(), ListOptions{Namespace: "ml", Everyone: true})
+	require.NoError(t, err)
+	// A cluster that does not answer.
+	client = listed(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, &url.Error{Op: "Get", URL: "https://fake", Err: errors.New("connection refused")}
+		})
+	})
+	_, err = client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.ErrorAs(t, err, &Unreachable{})
+	require.EqualError(t, err, fmt.Sprintf(`cannot reach the cluster at https://fake: Get "https://fake": connection refused; check that it is up, and --context and --kubeconfig`))
+}

@@ -1,0 +1,393 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	restclient "k8s.io/client-go/rest"
+)
+
+// LogOptions are what a container's log is read with: the query
+// parameters of a pod's log (pods/log).
+type LogOptions struct {
+	Container  string
+	Follow     bool
+	Previous   bool
+	Timestamps bool
+	// TailLines keeps the last lines only; nil for all.
+	TailLines *int64
+	// SinceSeconds keeps the lines of the last seconds only; nil for all.
+	SinceSeconds *int64
+}
+
+// LogSource reads a container's log: the API server's pods/log, or a fake
+// in tests.
+type LogSource interface {
+	Log(ctx context.Context, namespace, pod string, opts LogOptions) (io.ReadCloser, error)
+}
+
+// restLogs reads pods/log with a REST client of core/v1: a log is plain
+// text, which the dynamic client cannot read.
+type restLogs struct{ client restclient.Interface }
+
+func (r restLogs) Log(ctx context.Context, namespace, pod string, o LogOptions) (io.ReadCloser, error) {
+	req := r.client.Get().Namespace(namespace).Resource("pods").Name(pod).SubResource("log").Param("container", o.Container)
+	for param, on := range map[string]bool{"follow": o.Follow, "previous": o.Previous, "timestamps": o.Timestamps} {
+		if on {
+			req.Param(param, "true")
+		}
+	}
+	if o.TailLines != nil {
+		req.Param("tailLines", strconv.FormatInt(*o.TailLines, 10))
+	}
+	if o.SinceSeconds != nil {
+		req.Param("sinceSeconds", strconv.FormatInt(*o.SinceSeconds, 10))
+	}
+	return req.Stream(ctx)
+}
+
+// LogRequest says which logs Logs reads, and how.
+type LogRequest struct {
+	Ref Ref
+	// Role selects the pods of a role (worker), or one pod by its role and
+	// index (worker-1); "" for every pod.
+	Role string
+	// Rank selects the pod of that node rank; nil for every pod.
+	Rank *int
+	// Container is the container read, an init container too; "" for the
+	// training container.
+	Container string
+	// Follow follows the logs until the job finishes: across restarts of
+	// its containers, and its new pods (an AppWrapper's retry).
+	Follow     bool
+	Previous   bool
+	Timestamps bool
+	// Tail keeps the last lines of each log read at first; nil for all.
+	Tail *int64
+	// Since keeps the lines of that last while of each log read at first;
+	// 0 for all.
+	Since time.Duration
+}
+
+// selects tells whether the request reads the pod of that member (known is
+// false for a pod whose place is not known).
+func (r LogRequest) selects(m Member, known bool) bool {
+	if r.Role != "" && (!known || r.Role != m.Role && r.Role != m.String()) {
+		return false
+	}
+	return r.Rank == nil || known && m.Rank == *r.Rank
+}
+
+// asked says which pods the request selects, as its flags do.
+func (r LogRequest) asked() string {
+	var flags []string
+	if r.Role != "" {
+		flags = append(flags, "--role "+r.Role)
+	}
+	if r.Rank != nil {
+		flags = append(flags, "--rank "+strconv.Itoa(*r.Rank))
+	}
+	return strings.Join(flags, " ")
+}
+
+// LogLine is a line of a pod's log.
+type LogLine struct {
+	Pod string
+	// Label names the pod in the job: its member (worker-1), else its name.
+	Label  string
+	Member Member
+	// Text is the line, without its newline.
+	Text string
+	// Width is the longest label of the pods read so far, to align them.
+	Width int
+}
+
+// Logs reads the logs of a job's pods, each line to line as it arrives
+// (lines of several pods interleaved, one call at a time), and says to
+// note what else happens: why no pod has a log yet, pods that replace
+// others (a retry), containers that restart. Without Follow it reads the
+// logs there are and gives the job's status; with Follow it follows them
+// until the job has finished, and gives its last status. The error is
+// NotFound when the job is not there (or was deleted while followed), ctx's
+// when it ended first.
+func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), note func(string)) (Status, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f := &follower{client: c, req: req, line: line, note: note, started: map[string]bool{}, member: map[string]types.UID{}}
+	defer f.wg.Wait()
+	var last Status
+	misses := 0
+	for round := 0; ; round++ {
+		s, obj, podList, err := c.logRound(ctx, req.Ref)
+		var unreachable Unreachable
+		switch {
+		case ctx.Err() != nil:
+			return last, ctx.Err()
+		case round > 0 && errors.As(err, &NotFound{}):
+			return last, fmt.Errorf("the %s was deleted while its logs were followed", req.Ref)
+		case req.Follow && errors.As(err, &unreachable) && misses < followMisses:
+			misses++
+		case err != nil:
+			return last, err
+		default:
+			misses = 0
+			last = s
+			if err := f.start(ctx, obj, podList, round, s); err != nil {
+				return last, err
+			}
+			if !req.Follow || s.State.Finished() {
+				f.wg.Wait()
+				if f.streams == 0 {
+					note(f.waiting("no logs", s))
+				}
+				return last, f.failure()
+			}
+			if f.streams == 0 {
+				if said := f.waiting("waiting for its pods", s); said != f.said {
+					f.said = said
+					note(said)
+				}
+			}
+		}
+		if err := f.failure(); err != nil {
+			return last, err
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(c.every()):
+		}
+	}
+}
+
+// logRound reads the job, its pods (which the user must be allowed to
+// list) and its status.
+func (c *Client) logRound(ctx context.Context, ref Ref) (Status, *unstructured.Unstructured, []corev1.Pod, error) {
+	obj, err := c.get(ctx, ref)
+	if err != nil {
+		return Status{}, nil, nil, err
+	}
+	podList, err := c.podsOf(ctx, obj)
+	switch {
+	case err == nil:
+	case c.reachable(err) != nil:
+		return Status{}, nil, nil, c.reachable(err)
+	case apierrors.IsForbidden(err):
+		return Status{}, nil, nil, forbidden("list", "pods", ref.Namespace, "to find the job's pods")
+	default:
+		return Status{}, nil, nil, fmt.Errorf("listing the pods of the %s: %w", ref, err)
+	}
+	// What Kueue says is for the message of a job without pods: a
+	// Workload not read leaves it out.
+	wl, err := c.workloadOf(ctx, obj)
+	if c.reachable(err) != nil {
+		return Status{}, nil, nil, c.reachable(err)
+	}
+	s, err := picture(obj, podList, wl)
+	if err != nil {
+		return s, nil, nil, err
+	}
+	c.place(ctx, &s)
+	return s, obj, podList, nil
+}
+
+// follower reads the logs of a job's pods, each container instance once.
+type follower struct {
+	client *Client
+	req    LogRequest
+	line   func(LogLine)
+	note   func(string)
+	wg     sync.WaitGroup
+
+	// started are the container instances read: pod uid/container/restarts.
+	started map[string]bool
+	// member is the pod each label was last seen on.
+	member  map[string]types.UID
+	streams int
+	said    string
+	retries int64
+
+	mu    sync.Mutex
+	width int
+	err   error
+}
+
+// waiting says why no pod has a log: the job's status (queued, with
+// Kueue's reason; a pod that cannot start).
+func (f *follower) waiting(what string, s Status) string {
+	return what + " yet: " + s.Line()
+}
+
+// start starts reading every selected container instance that has a log
+// and is not read yet.
+func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, podList []corev1.Pod, round int, s Status) error {
+	opts := LogOptions{Container: f.req.Container, Follow: f.req.Follow, Previous: f.req.Previous, Timestamps: f.req.Timestamps}
+	if round == 0 {
+		opts.TailLines = f.req.Tail
+		if f.req.Since > 0 {
+			since := int64(f.req.Since.Seconds())
+			opts.SinceSeconds = &since
+		}
+		f.retries = s.Retries
+	}
+	k := kindNamed(s.Kind)
+	var replaced, others []string
+	for i := range podList {
+		pod := &podList[i]
+		m, known := k.member(obj.Object, pod)
+		if !f.req.selects(m, known) {
+			if known {
+				others = append(others, fmt.Sprintf("%s (rank %d)", m, m.Rank))
+			} else {
+				others = append(others, pod.Name)
+			}
+			continue
+		}
+		label := pod.Name
+		if known {
+			label = m.String()
+		}
+		if uid, seen := f.member[label]; seen && uid != pod.UID {
+			replaced = append(replaced, label)
+		}
+		f.member[label] = pod.UID
+		f.mu.Lock()
+		f.width = max(f.width, len(label))
+		f.mu.Unlock()
+		container := f.req.Container
+		if container == "" {
+			container = k.trainingContainer(obj.Object, pod)
+		}
+		status, ok := containerStatus(pod, container)
+		if !ok {
+			if !hasContainer(pod, container) {
+				return fmt.Errorf("pod %s of the %s has no container %s; its containers: %s", pod.Name, f.req.Ref, container, strings.Join(containerNames(pod), ", "))
+			}
+			continue // not started
+		}
+		hasLog := status.State.Running != nil || status.State.Terminated != nil
+		if f.req.Previous {
+			hasLog = status.LastTerminationState.Terminated != nil
+		}
+		key := fmt.Sprintf("%s/%s/%d", pod.UID, container, status.RestartCount)
+		if !hasLog || f.started[key] {
+			continue
+		}
+		if round > 0 && status.RestartCount > 0 && f.started[fmt.Sprintf("%s/%s/%d", pod.UID, container, status.RestartCount-1)] {
+			f.note(fmt.Sprintf("%s: container %s restarted (%d restarts); its new log follows", label, container, status.RestartCount))
+		}
+		f.started[key] = true
+		f.streams++
+		o := opts
+		o.Container = container
+		f.wg.Add(1)
+		go f.read(ctx, pod.Name, label, m, o)
+	}
+	if len(others) == len(podList) && len(podList) > 0 {
+		return fmt.Errorf("no pod of the %s is the one asked for (%s); its pods: %s", f.req.Ref, f.req.asked(), strings.Join(others, ", "))
+	}
+	if len(replaced) > 0 {
+		sort.Strings(replaced)
+		why := "they replace pods of the same names"
+		if s.Retries > f.retries {
+			why = fmt.Sprintf("the %s was reset after a failure (retry %d)", s.Kind, s.Retries)
+		}
+		f.retries = s.Retries
+		f.note(fmt.Sprintf("new pods %s: %s; their logs follow", strings.Join(replaced, ", "), why))
+	}
+	return nil
+}
+
+// read reads one container's log, line by line.
+func (f *follower) read(ctx context.Context, pod, label string, m Member, opts LogOptions) {
+	defer f.wg.Done()
+	rc, err := f.client.LogSource.Log(ctx, f.req.Ref.Namespace, pod, opts)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return
+	case apierrors.IsForbidden(err):
+		f.fail(forbidden("get", "pods/log", f.req.Ref.Namespace, "to read the logs of its pods"))
+		return
+	case f.client.reachable(err) != nil:
+		f.fail(f.client.reachable(err))
+		return
+	default:
+		// The pod may be gone (a retry deletes them): say so, and go on
+		// with the others.
+		f.note(fmt.Sprintf("%s: its log cannot be read: %s", label, message(err)))
+		return
+	}
+	defer rc.Close()
+	r := bufio.NewReader(rc)
+	for {
+		text, err := r.ReadString('\n')
+		if text != "" {
+			f.mu.Lock()
+			f.line(LogLine{Pod: pod, Label: label, Member: m, Text: strings.TrimSuffix(text, "\n"), Width: f.width})
+			f.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (f *follower) fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *follower) failure() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// containerStatus is the status of a pod's container or init container of
+// that name; false when it has none yet.
+func containerStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool) {
+	for _, c := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return corev1.ContainerStatus{}, false
+}
+
+func hasContainer(pod *corev1.Pod, name string) bool {
+	for _, n := range containerNames(pod) {
+		if strings.TrimSuffix(n, " (init)") == name {
+			return true
+		}
+	}
+	return false
+}
+
+// containerNames are the names of a pod's containers, its init containers
+// marked.
+func containerNames(pod *corev1.Pod) []string {
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name+" (init)")
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return names
+}

@@ -1,0 +1,304 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// fakeLogs plays pods/log: each container's log by pod/container (and
+// /previous for the run before), set as the test goes; it records what
+// was asked.
+type fakeLogs struct {
+	mu    sync.Mutex
+	logs  map[string]string
+	err   error
+	asked []string
+}
+
+func (f *fakeLogs) set(logs map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.logs = logs
+}
+
+func (f *fakeLogs) Log(_ context.Context, namespace, pod string, o LogOptions) (io.ReadCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := pod + "/" + o.Container
+	if o.Previous {
+		key += "/previous"
+	}
+	asked := fmt.Sprintf("%s/%s container=%s follow=%t timestamps=%t", namespace, key, o.Container, o.Follow, o.Timestamps)
+	if o.TailLines != nil {
+		asked += fmt.Sprintf(" tailLines=%d", *o.TailLines)
+	}
+	if o.SinceSeconds != nil {
+		asked += fmt.Sprintf(" sinceSeconds=%d", *o.SinceSeconds)
+	}
+	f.asked = append(f.asked, asked)
+	if f.err != nil {
+		return nil, f.err
+	}
+	text, ok := f.logs[key]
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start", o.Container, pod))
+	}
+	return io.NopCloser(strings.NewReader(text)), nil
+}
+
+// ptjPod is a pod of the job demo (an AppWrapper's, or a bare
+// PyTorchJob's), of a role and index, with its uid and container status.
+func ptjPod(role string, index int, uid, container string) string {
+	return fmt.Sprintf(`
+apiVersion: v1
+kind: Pod
+metadata:
+  name: demo-%[1]s-%[2]d
+  namespace: ml
+  uid: %[3]s
+  labels: {workload.codeflare.dev/appwrapper: demo, training.kubeflow.org/job-name: demo, training.kubeflow.org/replica-type: %[1]s, training.kubeflow.org/replica-index: '%[2]d'}
+spec: {containers: [{name: pytorch, image: busybox}], initContainers: [{name: setup, image: busybox}]}
+status:
+  phase: Running
+  initContainerStatuses: [{name: setup, state: {terminated: {exitCode: 0}}}]
+  containerStatuses: [%[4]s]`, role, index, uid, container)
+}
+
+// runningFor is the status of the container pytorch, running after that
+// many restarts (with the run before it ended).
+func runningFor(restarts int) string {
+	last := ""
+	if restarts > 0 {
+		last = ", lastState: {terminated: {exitCode: 1}}"
+	}
+	return fmt.Sprintf("{name: pytorch, restartCount: %d, state: {running: {}}%s}", restarts, last)
+}
+
+// logs reads the logs as the command line asks, giving the lines as
+// label|width|text (sorted: pods' lines interleave) and the notes.
+func logs(t *testing.T, client *Client, req LogRequest) (lines, notes []string, last Status, err error) {
+	t.Helper()
+	if req.Ref.Kind == "" {
+		req.Ref = Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}
+	}
+	last, err = client.Logs(context.Background(), req, func(l LogLine) {
+		lines = append(lines, fmt.Sprintf("%s|%d|%s", l.Label, l.Width, l.Text))
+	}, func(n string) { notes = append(notes, n) })
+	sort.Strings(lines)
+	return lines, notes, last, err
+}
+
+func TestLogsOfEveryPod(t *testing.T) {
+	client := cluster(t, nil, appWrapper("{phase: Running}"),
+		ptjPod("master", 0, "m", runningFor(0)), ptjPod("worker", 0, "w0", runningFor(0)), ptjPod("worker", 10, "w10", runningFor(0)))
+	source := &fakeLogs{logs: map[string]string{
+		"demo-master-0/pytorch":  "loading\nstep 1\n",
+		"demo-worker-0/pytorch":  "step 1\n",
+		"demo-worker-10/pytorch": "step 1 without its newline",
+	}}
+	client.LogSource = source
+	lines, notes, _, err := logs(t, client, LogRequest{Timestamps: true})
+	require.NoError(t, err)
+	require.Empty(t, notes)
+	// Aligned to the widest label, worker-10.
+	require.Equal(t, []string{"master-0|9|loading", "master-0|9|step 1", "worker-0|9|step 1", "worker-10|9|step 1 without its newline"}, lines)
+	sort.Strings(source.asked)
+	require.Equal(t, []string{
+		"ml/demo-master-0/pytorch container=pytorch follow=false timestamps=true",
+		"ml/demo-worker-0/pytorch container=pytorch follow=false timestamps=true",
+		"ml/demo-worker-10/pytorch container=pytorch follow=false timestamps=true",
+	}, source.asked)
+}
+
+func TestLogsSelected(t *testing.T) {
+	two := 2
+	for _, tc := range []struct {
+		name  string
+		req   LogRequest
+		want  []string
+		asked string
+	}{
+		{"by role", LogRequest{Role: "worker"}, []string{"worker-0|8|w0", "worker-1|8|w1"}, ""},
+		{"by role and index", LogRequest{Role: "worker-1"}, []string{"worker-1|8|w1"}, ""},
+		{"by node rank: worker 1 is rank 2", LogRequest{Rank: &two}, []string{"worker-1|8|w1"}, ""},
+		{"the last lines of a while", LogRequest{Role: "master", Tail: ptr(int64(5)), Since: 10 * time.Minute}, []string{"master-0|8|m"},
+			"ml/demo-master-0/pytorch container=pytorch follow=false timestamps=false tailLines=5 sinceSeconds=600"},
+		{"an init container", LogRequest{Role: "master", Container: "setup"}, []string{"master-0|8|cloning"},
+			"ml/demo-master-0/setup container=setup follow=false timestamps=false"},
+		{"the run before a restart", LogRequest{Role: "worker-1", Previous: true}, []string{"worker-1|8|w1 before"},
+			"ml/demo-worker-1/pytorch/previous container=pytorch follow=false timestamps=false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := cluster(t, nil, strings.Replace(pyTorchJob("{}"), "labels: {", "labels: {x: y, ", 1),
+				ptjPod("master", 0, "m", runningFor(0)), ptjPod("worker", 0, "w0", runningFor(0)), ptjPod("worker", 1, "w1", runningFor(1)))
+			source := &fakeLogs{logs: map[string]string{
+				"demo-master-0/pytorch": "m\n", "demo-master-0/setup": "cloning\n", "demo-worker-0/pytorch": "w0\n",
+				"demo-worker-1/pytorch": "w1\n", "demo-worker-1/pytorch/previous": "w1 before\n",
+			}}
+			client.LogSource = source
+			tc.req.Ref = Ref{Kind: "PyTorchJob", Namespace: "ml", Name: "demo"}
+			lines, _, _, err := logs(t, client, tc.req)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, lines)
+			if tc.asked != "" {
+				require.Equal(t, []string{tc.asked}, source.asked)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// No pod has a log yet: one line says why, instead of nothing.
+func TestLogsWithoutPods(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		objects []string
+		want    string
+	}{{
+		name:    "queued, with Kueue's reason and the position",
+		objects: []string{appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", pendingWL)},
+		want:    "no logs yet: AppWrapper demo: Queued in LocalQueue team-a (position 2): Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed",
+	}, {
+		name: "an image that cannot be pulled",
+		objects: []string{appWrapper("{phase: Running}"), workloadOwnedBy("aw-uid", admittedWL),
+			ptjPod("master", 0, "m", `{name: pytorch, state: {waiting: {reason: ImagePullBackOff, message: 'Back-off pulling image "busybox:nope"'}}}`)},
+		want: `no logs yet: AppWrapper demo: Admitted, pods ready 0/2; pod demo-master-0, container pytorch: ImagePullBackOff: Back-off pulling image "busybox:nope"`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := cluster(t, pendingWorkloads, tc.objects...)
+			client.LogSource = &fakeLogs{}
+			lines, notes, _, err := logs(t, client, LogRequest{})
+			require.NoError(t, err)
+			require.Empty(t, lines)
+			require.Equal(t, []string{tc.want}, notes)
+		})
+	}
+}
+
+// Following, the logs go on across a container's restart and across the
+// AppWrapper's retry, whose new pods are said, until the job has finished.
+func TestLogsFollowed(t *testing.T) {
+	source := &fakeLogs{}
+	steps := []struct {
+		job  string
+		pods []string
+		logs map[string]string
+	}{
+		{job: "{phase: Suspended}"},
+		{job: "{phase: Running}", pods: []string{ptjPod("master", 0, "m1", runningFor(0)), ptjPod("worker", 0, "w1", runningFor(0))},
+			logs: map[string]string{"demo-master-0/pytorch": "m1 start\nm1 step\n", "demo-worker-0/pytorch": "w1 start\n"}},
+		{job: "{phase: Running}", pods: []string{ptjPod("master", 0, "m1", runningFor(0)), ptjPod("worker", 0, "w1", runningFor(1))},
+			logs: map[string]string{"demo-master-0/pytorch": "m1 start\nm1 step\n", "demo-worker-0/pytorch": "w1 after its restart\n"}},
+		{job: "{phase: Running, resettingCount: 1}", pods: []string{ptjPod("master", 0, "m2", runningFor(0)), ptjPod("worker", 0, "w2", runningFor(0))},
+			logs: map[string]string{"demo-master-0/pytorch": "m2 start\n", "demo-worker-0/pytorch": "w2 start\n"}},
+		{job: "{phase: Succeeded, resettingCount: 1}", pods: []string{
+			ptjPod("master", 0, "m2", "{name: pytorch, state: {terminated: {exitCode: 0}}}"),
+			ptjPod("worker", 0, "w2", "{name: pytorch, state: {terminated: {exitCode: 0}}}")}},
+	}
+	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		next := 0
+		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
+			step := steps[min(next, len(steps)-1)]
+			next++
+			tracker := dyn.Tracker()
+			for _, name := range []string{"demo-master-0", "demo-worker-0"} {
+				_ = tracker.Delete(pods, "ml", name)
+			}
+			require.NoError(t, tracker.Update(appWrappers, object(t, appWrapper(step.job)), "ml"))
+			for _, p := range step.pods {
+				require.NoError(t, tracker.Create(pods, object(t, p), "ml"))
+			}
+			if step.logs != nil {
+				source.set(step.logs)
+			}
+			return false, nil, nil
+		})
+	}, appWrapper("{}"))
+	client.LogSource = source
+	client.Poll = 20 * time.Millisecond
+	lines, notes, last, err := logs(t, client, LogRequest{Follow: true})
+	require.NoError(t, err)
+	require.Equal(t, Succeeded, last.State)
+	require.Equal(t, []string{
+		"master-0|8|m1 start", "master-0|8|m1 step", "master-0|8|m2 start",
+		"worker-0|8|w1 after its restart", "worker-0|8|w1 start", "worker-0|8|w2 start",
+	}, lines)
+	require.Equal(t, []string{
+		"waiting for its pods yet: AppWrapper demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
+		"worker-0: container pytorch restarted (1 restarts); its new log follows",
+		"new pods master-0, worker-0: the AppWrapper was reset after a failure (retry 1); their logs follow",
+	}, notes)
+	for _, asked := range source.asked {
+		require.Contains(t, asked, "follow=true")
+	}
+}
+
+func TestLogsFollowedOfAJobThatFails(t *testing.T) {
+	client := cluster(t, nil, appWrapper(`{phase: Failed, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}`),
+		ptjPod("master", 0, "m", "{name: pytorch, state: {terminated: {exitCode: 3, reason: Error}}}"))
+	client.LogSource = &fakeLogs{logs: map[string]string{"demo-master-0/pytorch": "Traceback\n"}}
+	lines, _, last, err := logs(t, client, LogRequest{Follow: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"master-0|8|Traceback"}, lines)
+	require.Equal(t, "AppWrapper demo: Failed: FoundFailedPods; pod demo-master-0, container pytorch, exit code 3 (Error)", last.Line())
+}
+
+func TestLogsErrors(t *testing.T) {
+	forbiddenPods := func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC"))
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		react  func(*dynamicfake.FakeDynamicClient)
+		source *fakeLogs
+		req    LogRequest
+		want   string
+	}{{
+		name:   "you may not read the logs",
+		source: &fakeLogs{err: apierrors.NewForbidden(schema.GroupResource{Resource: "pods/log"}, "demo-master-0", errors.New("RBAC"))},
+		want:   `you may not get pods/log in namespace "ml" (RBAC), which it takes to read the logs of its pods; ask an administrator for the verb get on pods/log there`,
+	}, {
+		name:  "you may not list the pods",
+		react: forbiddenPods,
+		want:  `you may not list pods in namespace "ml" (RBAC), which it takes to find the job's pods; ask an administrator for the verb list on pods there`,
+	}, {
+		name: "no such container",
+		req:  LogRequest{Container: "sidecar"},
+		want: `pod demo-master-0 of the AppWrapper "demo" in namespace "ml" has no container sidecar; its containers: setup (init), pytorch`,
+	}, {
+		name: "no pod of that role and rank",
+		req:  LogRequest{Role: "master", Rank: ptr(1)},
+		want: `no pod of the AppWrapper "demo" in namespace "ml" is the one asked for (--role master --rank 1); its pods: master-0 (rank 0)`,
+	}, {
+		name: "no such job",
+		req:  LogRequest{Ref: Ref{Kind: "AppWrapper", Namespace: "ml", Name: "other"}},
+		want: `no AppWrapper "other" in namespace "ml"`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := cluster(t, tc.react, appWrapper("{phase: Running}"), ptjPod("master", 0, "m", runningFor(0)))
+			client.LogSource = tc.source
+			if tc.source == nil {
+				client.LogSource = &fakeLogs{}
+			}
+			_, _, _, err := logs(t, client, tc.req)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+}
