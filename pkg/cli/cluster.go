@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/cluster/preflight"
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/settings"
 )
@@ -117,12 +118,12 @@ func dial(s Streams, kube *cluster.Flags) (*cluster.Client, error) {
 // error, placed in the settings, in order with the render's warnings but
 // those the cluster's answers make moot. It fails when one is an error.
 func (t *target) check(ctx context.Context, s Streams) error {
-	found, err := t.client.Check(ctx, t.job, t.values)
+	found, err := preflight.Check(ctx, t.client, t.job, t.values)
 	if err != nil {
 		return err
 	}
 	for _, w := range t.warnings {
-		if !cluster.Answers(found, w) {
+		if !preflight.Answers(found, w) {
 			found = append(found, w)
 		}
 	}

@@ -1,5 +1,8 @@
-// Package cluster asks a live cluster about a rendered job: whether it can run
-// there (Check), and once submitted (Submit), how it is doing (Status).
+// Package cluster talks to a live cluster about the jobs the generator
+// makes: submits them (Submit), and follows them after: Status, Follow,
+// Logs, List, Stop and Resume, Delete. What the generator knows of each
+// kind of job is in one table (kinds.go). Whether a job can run there
+// before it is submitted is pkg/cluster/preflight's.
 package cluster
 
 import (
@@ -164,9 +167,9 @@ type Unreachable struct{ Err error }
 func (e Unreachable) Error() string { return e.Err.Error() }
 func (e Unreachable) Unwrap() error { return e.Err }
 
-// reachable tells apart the errors that mean the cluster did not answer, or
+// Unreached tells apart the errors that mean the cluster did not answer, or
 // did not accept who is asking, from the answers it gave.
-func (c *Client) reachable(err error) error {
+func (c *Client) Unreached(err error) error {
 	var netErr net.Error
 	var urlErr *url.Error
 	switch {
@@ -180,9 +183,9 @@ func (c *Client) reachable(err error) error {
 	return nil
 }
 
-// hasResource tells whether the cluster serves a resource, to tell a missing
+// Serves tells whether the cluster serves a resource, to tell a missing
 // object from a missing API (both are 404 Not Found).
-func (c *Client) hasResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
+func (c *Client) Serves(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	list, err := c.Discovery.ServerResourcesForGroupVersionWithContext(ctx, gvr.GroupVersion().String())
 	if err != nil {
 		return !apierrors.IsNotFound(err)
@@ -201,9 +204,9 @@ func (c *Client) hasResource(ctx context.Context, gvr schema.GroupVersionResourc
 // both, but for a ClusterQueue's cohort (cohort, cohortName).
 var kueueVersions = []string{"v1beta2", "v1beta1"}
 
-// kueue is a resource of Kueue's API, in the newest version the cluster
+// Kueue is a resource of Kueue's API, in the newest version the cluster
 // serves (v1beta1 when it serves none, for the messages that say so).
-func (c *Client) kueue(ctx context.Context, resource string) schema.GroupVersionResource {
+func (c *Client) Kueue(ctx context.Context, resource string) schema.GroupVersionResource {
 	c.kueueOnce.Do(func() {
 		c.kueueVersion = kueueVersions[len(kueueVersions)-1]
 		for _, v := range kueueVersions {
@@ -214,4 +217,26 @@ func (c *Client) kueue(ctx context.Context, resource string) schema.GroupVersion
 		}
 	})
 	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: c.kueueVersion, Resource: resource}
+}
+
+// IsWebhookDenial tells an admission webhook's refusal (403 too) from RBAC's.
+func IsWebhookDenial(err error) bool {
+	return strings.Contains(err.Error(), "admission webhook")
+}
+
+// Message is the API server's message of an error, without client-go's
+// wrapping.
+func Message(err error) string {
+	if status, ok := err.(apierrors.APIStatus); ok {
+		return status.Status().Message
+	}
+	return err.Error()
+}
+
+// Plural is a kind's plural, as messages write it: PriorityClasses.
+func Plural(kind string) string {
+	if strings.HasSuffix(kind, "s") {
+		return kind + "es"
+	}
+	return kind + "s"
 }

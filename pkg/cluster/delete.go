@@ -76,7 +76,7 @@ func (c *Client) remove(ctx context.Context, old *unstructured.Unstructured) err
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		return nil
-	case apierrors.IsForbidden(err) && !isWebhookDenial(err):
+	case apierrors.IsForbidden(err) && !IsWebhookDenial(err):
 		return forbidden("delete", k.resource.GroupResource().String(), old.GetNamespace(), "to delete the job")
 	}
 	return c.failed(err, fmt.Sprintf("deleting the %s %q in namespace %q", old.GetKind(), old.GetName(), old.GetNamespace()))

@@ -55,8 +55,8 @@ func (c *Client) hold(ctx context.Context, ref Ref, stop bool) (Hold, error) {
 	wl, err := c.workloadOf(ctx, obj)
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
-	case c.reachable(err) != nil:
-		return Hold{}, c.reachable(err)
+	case c.Unreached(err) != nil:
+		return Hold{}, c.Unreached(err)
 	case apierrors.IsForbidden(err) && queued:
 		return Hold{}, forbidden("list", "workloads.kueue.x-k8s.io", ref.Namespace, "to find the job's Kueue Workload")
 	case apierrors.IsForbidden(err):
@@ -79,7 +79,7 @@ func (c *Client) hold(ctx context.Context, ref Ref, stop bool) (Hold, error) {
 		if !h.Changed {
 			return h, nil
 		}
-		return h, c.patch(ctx, c.kueue(ctx, "workloads"), ref.Namespace, wl.Name, map[string]any{"spec": map[string]any{"active": active}})
+		return h, c.patch(ctx, c.Kueue(ctx, "workloads"), ref.Namespace, wl.Name, map[string]any{"spec": map[string]any{"active": active}})
 	}
 	field := strings.Join(k.suspend, ".")
 	mark := obj.GetAnnotations()[stoppedAnnotation] != ""
@@ -118,7 +118,7 @@ func (c *Client) patch(ctx context.Context, gvr schema.GroupVersionResource, nam
 	switch {
 	case err == nil:
 		return nil
-	case apierrors.IsForbidden(err) && !isWebhookDenial(err):
+	case apierrors.IsForbidden(err) && !IsWebhookDenial(err):
 		return forbidden("patch", resource, namespace, "to hold or resume the job")
 	}
 	return c.failed(err, fmt.Sprintf("changing %s %s", resource, name))

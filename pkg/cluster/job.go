@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -175,6 +174,3 @@ func (j *Job) Pods() int64 {
 	}
 	return n
 }
-
-// zero tells whether a quantity is nothing.
-func zero(q resource.Quantity) bool { return q.Sign() == 0 }

@@ -187,6 +187,14 @@ func (k *kind) owns(obj *unstructured.Unstructured, pod *corev1.Pod) bool {
 	return false
 }
 
+// JobSuspended tells whether a job's own suspend field holds it (false for
+// a kind the generator does not make): with the queue label, that is how
+// Kueue holds a job it has not admitted.
+func JobSuspended(obj *unstructured.Unstructured) bool {
+	k := kindOf(obj)
+	return k != nil && k.suspended(obj)
+}
+
 // suspended tells whether the job's own suspend field holds it.
 func (k *kind) suspended(obj *unstructured.Unstructured) bool {
 	s, _, _ := unstructured.NestedBool(obj.Object, k.suspend...)

@@ -63,17 +63,17 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	for i, k := range kinds {
 		switch err := errs[i]; {
 		case err == nil:
-		case c.reachable(err) != nil:
-			return out, c.reachable(err)
+		case c.Unreached(err) != nil:
+			return out, c.Unreached(err)
 		case apierrors.IsNotFound(err):
 			continue // not served here
 		case apierrors.IsForbidden(err):
-			note("%s: you may not list them %s (RBAC: list on %s)", plural(k.name), where, k.resource.GroupResource())
+			note("%s: you may not list them %s (RBAC: list on %s)", Plural(k.name), where, k.resource.GroupResource())
 			continue
 		case apierrors.IsBadRequest(err):
-			return out, fmt.Errorf("-l %s: %s", opts.Selector, message(err))
+			return out, fmt.Errorf("-l %s: %s", opts.Selector, Message(err))
 		default:
-			return out, fmt.Errorf("listing %s: %w", plural(k.name), err)
+			return out, fmt.Errorf("listing %s: %w", Plural(k.name), err)
 		}
 		for j := range lists[i].Items {
 			obj := &lists[i].Items[j]
@@ -88,8 +88,8 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	owned, err := c.workloads(ctx, opts.Namespace)
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
-	case c.reachable(err) != nil:
-		return out, c.reachable(err)
+	case c.Unreached(err) != nil:
+		return out, c.Unreached(err)
 	case apierrors.IsForbidden(err):
 		note("Kueue Workloads: you may not list them %s (RBAC: list on workloads.kueue.x-k8s.io): why a job waits is not known", where)
 	default:
@@ -98,8 +98,8 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	pods, err := c.podIndex(ctx, opts.Namespace)
 	switch {
 	case err == nil:
-	case c.reachable(err) != nil:
-		return out, c.reachable(err)
+	case c.Unreached(err) != nil:
+		return out, c.Unreached(err)
 	case apierrors.IsForbidden(err):
 		note("pods: you may not list them %s (RBAC: list on pods): their counts are not known", where)
 	default:
@@ -146,7 +146,7 @@ func (c *Client) placeAll(ctx context.Context, jobs []Status, note func(string, 
 			positions, err = c.positions(ctx, s.Namespace, s.Queue)
 			if err != nil && !failed {
 				failed = true
-				note("positions in the queues: Kueue's visibility API (%s) does not answer: %s", visibleQueues.GroupVersion(), message(err))
+				note("positions in the queues: Kueue's visibility API (%s) does not answer: %s", visibleQueues.GroupVersion(), Message(err))
 			}
 			asked[queue] = positions
 		}

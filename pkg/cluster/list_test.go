@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/torchwrap/generator/pkg/cluster/clustertest"
 )
 
 // marked marks a job as the generator's (its annotation), created at a time.
@@ -172,7 +174,7 @@ func TestListErrors(t *testing.T) {
 		`Kueue Workloads: you may not list them in namespace "ml" (RBAC: list on workloads.kueue.x-k8s.io): why a job waits is not known`,
 	}, list.Notes)
 	// Kinds the cluster does not serve are not listed.
-	client = fakeCluster{objects: appWrapper("{}"), without: []string{"batch.tensorstack.dev/v1beta1", "jobset.x-k8s.io/v1alpha2"}}.client(t)
+	client = fake(t, clustertest.Fake{Objects: appWrapper("{}"), Without: []string{"batch.tensorstack.dev/v1beta1", "jobset.x-k8s.io/v1alpha2"}})
 	_, err = client.List(context.Background(), ListOptions{Namespace: "ml", Everyone: true})
 	require.NoError(t, err)
 	// A cluster that does not answer.

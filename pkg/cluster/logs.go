@@ -182,8 +182,8 @@ func (c *Client) logRound(ctx context.Context, ref Ref) (Status, *unstructured.U
 	podList, err := c.podsOf(ctx, obj)
 	switch {
 	case err == nil:
-	case c.reachable(err) != nil:
-		return Status{}, nil, nil, c.reachable(err)
+	case c.Unreached(err) != nil:
+		return Status{}, nil, nil, c.Unreached(err)
 	case apierrors.IsForbidden(err):
 		return Status{}, nil, nil, forbidden("list", "pods", ref.Namespace, "to find the job's pods")
 	default:
@@ -192,8 +192,8 @@ func (c *Client) logRound(ctx context.Context, ref Ref) (Status, *unstructured.U
 	// What Kueue says is for the message of a job without pods: a
 	// Workload not read leaves it out.
 	wl, err := c.workloadOf(ctx, obj)
-	if c.reachable(err) != nil {
-		return Status{}, nil, nil, c.reachable(err)
+	if c.Unreached(err) != nil {
+		return Status{}, nil, nil, c.Unreached(err)
 	}
 	s, err := picture(obj, podList, wl)
 	if err != nil {
@@ -321,13 +321,13 @@ func (f *follower) read(ctx context.Context, pod, label string, m Member, opts L
 	case apierrors.IsForbidden(err):
 		f.fail(forbidden("get", "pods/log", f.req.Ref.Namespace, "to read the logs of its pods"))
 		return
-	case f.client.reachable(err) != nil:
-		f.fail(f.client.reachable(err))
+	case f.client.Unreached(err) != nil:
+		f.fail(f.client.Unreached(err))
 		return
 	default:
 		// The pod may be gone (a retry deletes them): say so, and go on
 		// with the others.
-		f.note(fmt.Sprintf("%s: its log cannot be read: %s", label, message(err)))
+		f.note(fmt.Sprintf("%s: its log cannot be read: %s", label, Message(err)))
 		return
 	}
 	defer rc.Close()

@@ -5,22 +5,21 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/torchwrap/generator/pkg/cluster/clustertest"
 )
 
-// object reads an object written in YAML as the cluster sends it: decoded
-// from JSON, with its integers as int64.
+// object reads an object written in YAML as the cluster sends it.
 func object(t *testing.T, manifest string) *unstructured.Unstructured {
 	t.Helper()
-	data, err := sigsyaml.YAMLToJSON([]byte(manifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj := &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON(data); err != nil {
-		t.Fatal(err)
-	}
-	return obj
+	return clustertest.Object(t, manifest)
+}
+
+// fake is a Client of a fake cluster, in namespace ml.
+func fake(t *testing.T, f clustertest.Fake) *Client {
+	t.Helper()
+	dyn, disc := f.Clients(t)
+	return &Client{Dynamic: dyn, Discovery: disc, Namespace: "ml", Server: "https://fake"}
 }
 
 // The resources of the jobs that tests change behind the client's back.

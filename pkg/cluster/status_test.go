@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/torchwrap/generator/pkg/cluster/clustertest"
 )
 
 // appWrapper is an AppWrapper of two pods (a PyTorchJob's Master and
@@ -114,7 +116,7 @@ func pendingWorkloads(dyn *dynamicfake.FakeDynamicClient) {
 // cluster is a fake cluster with the objects, each a YAML document, and
 // the reactors of react.
 func cluster(t *testing.T, react func(*dynamicfake.FakeDynamicClient), objects ...string) *Client {
-	return fakeCluster{objects: strings.Join(objects, "\n---\n"), react: react}.client(t)
+	return fake(t, clustertest.Fake{Objects: strings.Join(objects, "\n---\n"), React: react})
 }
 
 func TestStatus(t *testing.T) {
@@ -548,10 +550,10 @@ func TestStatusUnreachable(t *testing.T) {
 }
 
 func TestFind(t *testing.T) {
-	client := fakeCluster{
-		objects: appWrapper("{}") + "\n---\n" + strings.Replace(pyTorchJob("{}"), "name: demo", "name: bare", 1),
-		without: []string{"batch.tensorstack.dev/v1beta1", "jobset.x-k8s.io/v1alpha2"},
-	}.client(t)
+	client := fake(t, clustertest.Fake{
+		Objects: appWrapper("{}") + "\n---\n" + strings.Replace(pyTorchJob("{}"), "name: demo", "name: bare", 1),
+		Without: []string{"batch.tensorstack.dev/v1beta1", "jobset.x-k8s.io/v1alpha2"},
+	})
 	for name, want := range map[string]Ref{
 		"demo": {Kind: "AppWrapper", Namespace: "ml", Name: "demo"},
 		"bare": {Kind: "PyTorchJob", Namespace: "ml", Name: "bare"},
@@ -572,7 +574,7 @@ func TestFind(t *testing.T) {
 // the same name.
 func TestFindATrainJobBeforeItsJobSet(t *testing.T) {
 	trainersJobSet := strings.Replace(jobSet(false, "{}"), "uid: js-uid", "uid: js-uid\n  ownerReferences: [{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, name: demo, uid: tj-uid}]", 1)
-	client := fakeCluster{objects: trainJob(false, "{}") + "\n---\n" + trainersJobSet + "\n---\n" + strings.Replace(jobSet(false, "{}"), "name: demo", "name: bare", 1)}.client(t)
+	client := fake(t, clustertest.Fake{Objects: trainJob(false, "{}") + "\n---\n" + trainersJobSet + "\n---\n" + strings.Replace(jobSet(false, "{}"), "name: demo", "name: bare", 1)})
 	for name, want := range map[string]Ref{
 		"demo": {Kind: "TrainJob", Namespace: "ml", Name: "demo"},
 		"bare": {Kind: "JobSet", Namespace: "ml", Name: "bare"},
@@ -642,7 +644,7 @@ func TestStatusWarnings(t *testing.T) {
 
 // A name no job has: the jobs there, and the closest.
 func TestFindTheClosest(t *testing.T) {
-	client := fakeCluster{objects: appWrapper("{}") + "\n---\n" + strings.Replace(pyTorchJob("{}"), "name: demo", "name: llama-8b", 1)}.client(t)
+	client := fake(t, clustertest.Fake{Objects: appWrapper("{}") + "\n---\n" + strings.Replace(pyTorchJob("{}"), "name: demo", "name: llama-8b", 1)})
 	_, err := client.Find(context.Background(), "ml", "lama-8b")
 	want := `no job "lama-8b" in namespace "ml": no AppWrapper, TrainJob, PyTorchJob, JobSet, PyTorchTrainingJob or DeepSpeedJob of that name; jobs here: demo, llama-8b; did you mean "llama-8b"? Otherwise check the namespace (-n NAMESPACE)`
 	if err == nil || err.Error() != want {

@@ -78,8 +78,8 @@ func (c *Client) Submit(ctx context.Context, job *Job, force bool) (Submission, 
 
 // failed words an error of the API server, or says that it did not answer.
 func (c *Client) failed(err error, doing string) error {
-	if u := c.reachable(err); u != nil {
+	if u := c.Unreached(err); u != nil {
 		return u
 	}
-	return fmt.Errorf("%s: %s", doing, message(err))
+	return fmt.Errorf("%s: %s", doing, Message(err))
 }

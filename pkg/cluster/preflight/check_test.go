@@ -1,4 +1,4 @@
-package cluster
+package preflight
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,162 +17,24 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/cluster/clustertest"
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
 )
 
-// fakeCluster is a cluster of client-go's fake clients, with the APIs of a
-// cluster with Kueue, AppWrapper, the training operator, JobSet, Kubeflow
-// Trainer and Multus, and the objects of objects (YAML documents). Kueue's
-// webhook is played by a reactor that suspends what is created with a queue
-// label, unless unmanaged; the access review answers allowed, unless denied.
-type fakeCluster struct {
-	objects   string
-	unmanaged bool
-	denied    bool
-	// without drops the APIs of these group versions.
-	without []string
-	// react adds reactors before the others.
-	react func(*dynamicfake.FakeDynamicClient)
-}
-
-// resources of the fake cluster's APIs, by group version: resource → kind.
-var resources = map[string]map[string]string{
-	"v1":                             {"pods": "Pod", "events": "Event", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace"},
-	"scheduling.k8s.io/v1":           {"priorityclasses": "PriorityClass"},
-	"storage.k8s.io/v1":              {"storageclasses": "StorageClass"},
-	"authorization.k8s.io/v1":        {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
-	"kueue.x-k8s.io/v1beta1":         {"localqueues": "LocalQueue", "clusterqueues": "ClusterQueue", "workloadpriorityclasses": "WorkloadPriorityClass", "workloads": "Workload", "resourceflavors": "ResourceFlavor", "topologies": "Topology", "cohorts": "Cohort"},
-	"workload.codeflare.dev/v1beta2": {"appwrappers": "AppWrapper"},
-	"kubeflow.org/v1":                {"pytorchjobs": "PyTorchJob"},
-	"batch.tensorstack.dev/v1beta1":  {"pytorchtrainingjobs": "PyTorchTrainingJob", "deepspeedjobs": "DeepSpeedJob"},
-	"jobset.x-k8s.io/v1alpha2":       {"jobsets": "JobSet"},
-	"trainer.kubeflow.org/v1alpha1":  {"trainjobs": "TrainJob", "clustertrainingruntimes": "ClusterTrainingRuntime"},
-	"k8s.cni.cncf.io/v1":             {"network-attachment-definitions": "NetworkAttachmentDefinition"},
-}
-
-// baseObjects are what a job of the helloworld example needs.
-const baseObjects = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: ml}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: default-queue, namespace: ml}
-spec: {clusterQueue: cluster-queue}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: LocalQueue
-metadata: {name: research, namespace: ml}
-spec: {clusterQueue: cluster-queue}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: cluster-queue}
-spec:
-  resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu]
-    flavors:
-    - name: gpu
-      resources:
-      - {name: cpu, nominalQuota: 512}
-      - {name: memory, nominalQuota: 4Ti}
-      - {name: nvidia.com/gpu, nominalQuota: 32}
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: default-priority}
-value: 1
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: high-priority}
-value: 10
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: system-cluster-critical}
-value: 2000000000
-`
-
-func (f fakeCluster) client(t *testing.T) *Client {
-	t.Helper()
-	listKinds := map[schema.GroupVersionResource]string{}
-	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}
-	for gv, rs := range resources {
-		list := &metav1.APIResourceList{GroupVersion: gv}
-		for resource, kind := range rs {
-			parsed, err := schema.ParseGroupVersion(gv)
-			require.NoError(t, err)
-			listKinds[parsed.WithResource(resource)] = kind + "List"
-			list.APIResources = append(list.APIResources, metav1.APIResource{Name: resource, Kind: kind})
-		}
-		if !contains(f.without, gv) {
-			disc.Resources = append(disc.Resources, list)
-		}
-	}
-	var objects []runtime.Object
-	for _, doc := range strings.Split(baseObjects+"\n---\n"+f.objects, "\n---\n") {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
-		objects = append(objects, object(t, doc))
-	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objects...)
-	dyn.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		review := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
-		require.NoError(t, unstructured.SetNestedField(review.Object, !f.denied, "status", "allowed"))
-		return true, review, nil
-	})
-	for _, resource := range []string{"appwrappers", "pytorchjobs", "jobsets", "trainjobs"} {
-		dyn.PrependReactor("create", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
-			obj := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
-			if obj.GetLabels()[QueueLabel] != "" && !f.unmanaged {
-				path := []string{"spec", "suspend"}
-				if resource == "pytorchjobs" {
-					path = []string{"spec", "runPolicy", "suspend"}
-				}
-				require.NoError(t, unstructured.SetNestedField(obj.Object, true, path...))
-			}
-			return true, obj, nil
-		})
-	}
-	// An API the cluster does not serve answers 404 to everything.
-	for _, gv := range f.without {
-		for resource := range resources[gv] {
-			dyn.PrependReactor("*", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
-				return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), "")
-			})
-		}
-	}
-	if f.react != nil {
-		f.react(dyn)
-	}
-	return &Client{Dynamic: dyn, Discovery: disc, Namespace: "ml", Server: "https://fake"}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // check renders settings (YAML, as the file settings.yaml) and checks the
 // job against the cluster, giving the findings as the command line writes
 // them.
-func check(t *testing.T, f fakeCluster, yaml string) []string {
+func check(t *testing.T, f clustertest.Fake, yaml string) []string {
 	t.Helper()
 	found, err := checkErr(t, f, yaml)
 	require.NoError(t, err)
 	return found
 }
 
-func checkErr(t *testing.T, f fakeCluster, yaml string) ([]string, error) {
+func checkErr(t *testing.T, f clustertest.Fake, yaml string) ([]string, error) {
 	t.Helper()
 	t.Chdir(t.TempDir())
 	require.NoError(t, os.WriteFile("settings.yaml", []byte(yaml), 0o600))
@@ -181,10 +42,10 @@ func checkErr(t *testing.T, f fakeCluster, yaml string) ([]string, error) {
 	require.NoError(t, err)
 	result, err := render.Render(in)
 	require.NoError(t, err)
-	client := f.client(t)
-	job, err := NewJob(result.Manifest, client.Namespace)
+	client := fake(t, f)
+	job, err := cluster.NewJob(result.Manifest, client.Namespace)
 	require.NoError(t, err)
-	found, err := client.Check(context.Background(), job, result.Values)
+	found, err := Check(context.Background(), client, job, result.Values)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +56,12 @@ func checkErr(t *testing.T, f fakeCluster, yaml string) ([]string, error) {
 	return lines, nil
 }
 
+// fake is a client of a fake cluster, in namespace ml.
+func fake(t *testing.T, f clustertest.Fake) *cluster.Client {
+	dyn, disc := f.Clients(t)
+	return &cluster.Client{Dynamic: dyn, Discovery: disc, Namespace: "ml", Server: "https://fake"}
+}
+
 const helloworld = `jobName: hello
 containerImage: ghcr.io/foundation-model-stack/base:pytorch-latest-nightly-20230126
 numPods: 2
@@ -203,25 +70,25 @@ mainProgram: train.py
 `
 
 func TestCheckFindsNothingWrongWithAJobThatCanRun(t *testing.T) {
-	require.Empty(t, check(t, fakeCluster{}, helloworld))
+	require.Empty(t, check(t, clustertest.Fake{}, helloworld))
 }
 
 func TestCheckAQueueThatDoesNotExist(t *testing.T) {
 	require.Equal(t, []string{
 		`settings.yaml:6:12: queueName: no LocalQueue "reserch" in namespace "ml", and the job would wait for it forever (those here: default-queue, research); did you mean "research"?`,
-	}, check(t, fakeCluster{}, helloworld+"queueName: reserch\n"))
+	}, check(t, clustertest.Fake{}, helloworld+"queueName: reserch\n"))
 }
 
 func TestCheckAJobLargerThanTheQuota(t *testing.T) {
 	require.Equal(t, []string{
 		`settings.yaml:4:16: numGpusPerPod: the job requests 64 nvidia.com/gpu in all (8 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
-	}, check(t, fakeCluster{}, strings.Replace(helloworld, "numPods: 2", "numPods: 8", 1)))
+	}, check(t, clustertest.Fake{}, strings.Replace(helloworld, "numPods: 2", "numPods: 8", 1)))
 }
 
 func TestCheckAResourceTheClusterQueueDoesNotCover(t *testing.T) {
 	require.Equal(t, []string{
 		`settings.yaml:6:13: numRoceGdr: ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") has no quota for nvidia.com/roce_gdr, which the job requests (2 pods × 2 in all): Kueue will never admit it; ask an administrator to add nvidia.com/roce_gdr to it, or name a LocalQueue whose ClusterQueue covers it`,
-	}, check(t, fakeCluster{}, helloworld+"numRoceGdr: 2\n"))
+	}, check(t, clustertest.Fake{}, helloworld+"numRoceGdr: 2\n"))
 }
 
 func TestCheckQuotaWithBorrowing(t *testing.T) {
@@ -258,14 +125,14 @@ spec:
 	settings := strings.Replace(helloworld, "numPods: 2", "numPods: 4", 1) + "queueName: shared\n"
 	require.Equal(t, []string{
 		`settings.yaml:4:16: numGpusPerPod: the job requests 32 nvidia.com/gpu in all (4 pods × 8), but ClusterQueue "limited" (behind LocalQueue "shared") can grant at most 24 (nominal 16, borrowing limit 8): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
-	}, check(t, fakeCluster{objects: strings.ReplaceAll(cohort, "%s", "limited")}, settings))
+	}, check(t, clustertest.Fake{Objects: strings.ReplaceAll(cohort, "%s", "limited")}, settings))
 	// Without a borrowing limit, up to the rest of the cohort: 8 + 16.
 	require.Equal(t, []string{
 		`settings.yaml:4:16: numGpusPerPod: the job requests 32 nvidia.com/gpu in all (4 pods × 8), but ClusterQueue "unlimited" (behind LocalQueue "shared") can grant at most 24 (nominal 8, and 16 it may borrow in cohort "all"): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
-	}, check(t, fakeCluster{objects: strings.ReplaceAll(cohort, "%s", "unlimited")}, settings))
+	}, check(t, clustertest.Fake{Objects: strings.ReplaceAll(cohort, "%s", "unlimited")}, settings))
 	// A Cohort object may hold quota of its own: the most the ClusterQueue
 	// may borrow is not known, and nothing is said.
-	require.Empty(t, check(t, fakeCluster{objects: strings.ReplaceAll(cohort, "%s", "unlimited") + `
+	require.Empty(t, check(t, clustertest.Fake{Objects: strings.ReplaceAll(cohort, "%s", "unlimited") + `
 ---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: Cohort
@@ -317,28 +184,28 @@ environmentVariables:
 		`settings.yaml:17:1: mountNVMe: no StorageClass "odf-lvm-vg1" on this cluster (there are none); create it first, or name one that exists; or name the cluster's NVMe StorageClass in mountNVMe.storageClassName`,
 		`settings.yaml:19:22: multiNicNetworkName: no NetworkAttachmentDefinition "roce" in namespace "ml" (there are none); create it first, or name one that exists`,
 		`settings.yaml:22:18: environmentVariables[0].secret.name: no Secret "api" in namespace "ml" (those here: git-key, registry); create it first, or name one that exists`,
-	}, check(t, fakeCluster{objects: objects}, settings))
+	}, check(t, clustertest.Fake{Objects: objects}, settings))
 }
 
 func TestCheckAnAPITheClusterDoesNotServe(t *testing.T) {
 	require.Equal(t, []string{
 		`settings.yaml:6:22: multiNicNetworkName: this cluster serves no NetworkAttachmentDefinitions (k8s.cni.cncf.io/v1), so NetworkAttachmentDefinition "roce" in namespace "ml" cannot exist; remove multiNicNetworkName, or ask an administrator which to use`,
-	}, check(t, fakeCluster{without: []string{"k8s.cni.cncf.io/v1"}}, helloworld+"multiNicNetworkName: roce\n"))
+	}, check(t, clustertest.Fake{Without: []string{"k8s.cni.cncf.io/v1"}}, helloworld+"multiNicNetworkName: roce\n"))
 	require.Equal(t, []string{
 		`settings.yaml:1:1: wrapper: this cluster does not serve AppWrappers (workload.codeflare.dev/v1beta2): the AppWrapper controller is not installed; ask an administrator to install it, or set wrapper: none to submit the job alone`,
-	}, check(t, fakeCluster{without: []string{"workload.codeflare.dev/v1beta2"}}, helloworld))
+	}, check(t, clustertest.Fake{Without: []string{"workload.codeflare.dev/v1beta2"}}, helloworld))
 	require.Equal(t, []string{
 		`settings.yaml:6:10: jobKind: this cluster does not serve PyTorchTrainingJobs (batch.tensorstack.dev/v1beta1): T9k's job controller is not installed; ask an administrator to install it, or choose a jobKind this cluster runs`,
-	}, check(t, fakeCluster{without: []string{"batch.tensorstack.dev/v1beta1"}}, helloworld+"jobKind: PyTorchTrainingJob\n"))
+	}, check(t, clustertest.Fake{Without: []string{"batch.tensorstack.dev/v1beta1"}}, helloworld+"jobKind: PyTorchTrainingJob\n"))
 	require.Equal(t, []string{
 		`settings.yaml:6:12: queueName: this cluster serves no LocalQueues (kueue.x-k8s.io/v1beta1): Kueue is not installed, and nothing would queue the job; set queueName: null to submit it without a queue`,
-	}, check(t, fakeCluster{without: []string{"kueue.x-k8s.io/v1beta1"}}, helloworld+"queueName: default-queue\n"))
+	}, check(t, clustertest.Fake{Without: []string{"kueue.x-k8s.io/v1beta1"}}, helloworld+"queueName: default-queue\n"))
 }
 
 func TestCheckAJobKueueDoesNotManage(t *testing.T) {
 	require.Equal(t, []string{
 		`settings.yaml:6:10: wrapper: Kueue does not manage PyTorchJobs on this cluster (its kubeflow.org/pytorchjob integration is off, the default since Kueue v0.19): the job would start at once, outside every queue and quota, and queueName would do nothing; set wrapper: AppWrapper, or ask an administrator to turn the integration on`,
-	}, check(t, fakeCluster{unmanaged: true}, helloworld+"wrapper: none\n"))
+	}, check(t, clustertest.Fake{Unmanaged: true}, helloworld+"wrapper: none\n"))
 }
 
 func TestCheckWhatTheUserMayNotDoOrRead(t *testing.T) {
@@ -351,10 +218,10 @@ func TestCheckWhatTheUserMayNotDoOrRead(t *testing.T) {
 	}
 	require.Equal(t, []string{
 		`settings.yaml:6:12: namespace: you may not create AppWrappers in namespace "ml" (RBAC); ask an administrator for the right, or choose a namespace where you may (namespace:, or -n)`,
-	}, check(t, fakeCluster{denied: true}, helloworld+"namespace: ml\n"))
+	}, check(t, clustertest.Fake{Denied: true}, helloworld+"namespace: ml\n"))
 	require.Equal(t, []string{
 		`settings.yaml:1:1: could not check: queueName: the quota of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue"): you may not read ClusterQueues (RBAC)`,
-	}, check(t, fakeCluster{react: forbidden("clusterqueues")}, helloworld))
+	}, check(t, clustertest.Fake{React: forbidden("clusterqueues")}, helloworld))
 }
 
 func TestCheckWhatTheAPIServerRefuses(t *testing.T) {
@@ -366,14 +233,14 @@ func TestCheckWhatTheAPIServerRefuses(t *testing.T) {
 	}
 	require.Equal(t, []string{
 		`settings.yaml:1:1: the API server refuses the AppWrapper (a dry-run create): appwrappers.workload.codeflare.dev "hello" is forbidden: admission webhook "vappwrapper.kb.io" denied the request: components[0]: too many podSets`,
-	}, check(t, fakeCluster{react: webhook}, helloworld))
+	}, check(t, clustertest.Fake{React: webhook}, helloworld))
 
-	exists := fakeCluster{objects: `
+	exists := clustertest.Fake{Objects: `
 apiVersion: workload.codeflare.dev/v1beta2
 kind: AppWrapper
 metadata: {name: hello, namespace: ml}
 `}
-	exists.react = func(dyn *dynamicfake.FakeDynamicClient) {
+	exists.React = func(dyn *dynamicfake.FakeDynamicClient) {
 		dyn.PrependReactor("create", "appwrappers", func(a clienttesting.Action) (bool, runtime.Object, error) {
 			obj := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured)
 			if obj.GetName() == "hello" {
@@ -389,13 +256,12 @@ metadata: {name: hello, namespace: ml}
 }
 
 func TestCheckAClusterThatDoesNotAnswer(t *testing.T) {
-	f := fakeCluster{}
-	client := f.client(t)
+	client := fake(t, clustertest.Fake{})
 	client.Discovery.(*discoveryfake.FakeDiscovery).PrependReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/apis", Err: errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")}
 	})
-	_, err := client.Check(context.Background(), &Job{Object: &unstructured.Unstructured{Object: map[string]any{"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper"}}}, nil)
-	var u Unreachable
+	_, err := Check(context.Background(), client, &cluster.Job{Object: &unstructured.Unstructured{Object: map[string]any{"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper"}}}, nil)
+	var u cluster.Unreachable
 	require.ErrorAs(t, err, &u)
 	require.EqualError(t, err, `cannot reach the cluster at https://fake: Get "https://10.0.0.1:6443/apis": dial tcp 10.0.0.1:6443: connect: connection refused; check that it is up, and --context and --kubeconfig`)
 }
@@ -408,7 +274,7 @@ metadata: {name: team-a}
 `
 	require.Equal(t, []string{
 		`settings.yaml:6:12: namespace: no namespace "team-b" on this cluster; did you mean "team-a"? Otherwise create it first; or choose another with namespace: or -n`,
-	}, check(t, fakeCluster{objects: namespaces}, helloworld+"namespace: team-b\n"))
+	}, check(t, clustertest.Fake{Objects: namespaces}, helloworld+"namespace: team-b\n"))
 }
 
 // The render's guess about a priority close to MLBatch's names is moot once
@@ -426,10 +292,10 @@ func TestCheckAJobSetAgainstTheQuota(t *testing.T) {
 	// pods of 8 GPUs, more than cluster-queue's 32.
 	require.Equal(t, []string{
 		`settings.yaml:4:16: numGpusPerPod: the job requests 48 nvidia.com/gpu in all (6 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
-	}, check(t, fakeCluster{}, strings.Replace(helloworld, "numPods: 2", "numPods: 6", 1)+"jobKind: JobSet\nwrapper: none\n"))
+	}, check(t, clustertest.Fake{}, strings.Replace(helloworld, "numPods: 2", "numPods: 6", 1)+"jobKind: JobSet\nwrapper: none\n"))
 	require.Equal(t, []string{
 		`settings.yaml:7:10: wrapper: Kueue does not manage JobSets on this cluster (its jobset.x-k8s.io/jobset integration is off): the job would start at once, outside every queue and quota, and queueName would do nothing; set wrapper: AppWrapper, or ask an administrator to turn the integration on`,
-	}, check(t, fakeCluster{unmanaged: true}, helloworld+"jobKind: JobSet\nwrapper: none\n"))
+	}, check(t, clustertest.Fake{Unmanaged: true}, helloworld+"jobKind: JobSet\nwrapper: none\n"))
 }
 
 func TestCheckATrainJob(t *testing.T) {
@@ -439,26 +305,13 @@ apiVersion: trainer.kubeflow.org/v1alpha1
 kind: ClusterTrainingRuntime
 metadata: {name: torch-distributed}
 `
-	require.Empty(t, check(t, fakeCluster{objects: runtime}, trainJob))
+	require.Empty(t, check(t, clustertest.Fake{Objects: runtime}, trainJob))
 	require.Equal(t, []string{
 		`settings.yaml:1:1: trainingRuntime: no ClusterTrainingRuntime "torch-distributed" on this cluster (there are none); create it first, or name one that exists`,
-	}, check(t, fakeCluster{}, trainJob))
+	}, check(t, clustertest.Fake{}, trainJob))
 	require.Equal(t, []string{
 		`settings.yaml:4:16: numGpusPerPod: the job requests 64 nvidia.com/gpu in all (8 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
-	}, check(t, fakeCluster{objects: runtime}, strings.Replace(trainJob, "numPods: 2", "numPods: 8", 1)))
-}
-
-// Kueue's API is read in the newest version the cluster serves: v1beta1 is
-// deprecated since Kueue v0.15, and the API server warns of it on every read.
-func TestKueueInTheNewestVersionServed(t *testing.T) {
-	for served, want := range map[string]string{"kueue.x-k8s.io/v1beta2": "v1beta2", "kueue.x-k8s.io/v1beta1": "v1beta1", "": "v1beta1"} {
-		disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}
-		if served != "" {
-			disc.Resources = []*metav1.APIResourceList{{GroupVersion: served}}
-		}
-		client := &Client{Discovery: disc}
-		require.Equal(t, want, client.kueue(context.Background(), "localqueues").Version, "served: %q", served)
-	}
+	}, check(t, clustertest.Fake{Objects: runtime}, strings.Replace(trainJob, "numPods: 2", "numPods: 8", 1)))
 }
 
 func TestCheckTopology(t *testing.T) {
@@ -489,15 +342,15 @@ metadata: {name: dc}
 spec:
   levels: [{nodeLabel: example.com/block}, {nodeLabel: example.com/rack}]
 `
-	require.Empty(t, check(t, fakeCluster{objects: tas}, helloworld+"queueName: racks\ntopology: {required: example.com/rack}\n"))
+	require.Empty(t, check(t, clustertest.Fake{Objects: tas}, helloworld+"queueName: racks\ntopology: {required: example.com/rack}\n"))
 	require.Equal(t, []string{
 		`settings.yaml:7:22: topology.required: Topology "dc" of ClusterQueue "racks" (behind LocalQueue "racks") has no level example.com/row (its levels: example.com/block, example.com/rack): Kueue cannot place the job; name one of its levels`,
-	}, check(t, fakeCluster{objects: tas}, helloworld+"queueName: racks\ntopology: {required: example.com/row}\n"))
+	}, check(t, clustertest.Fake{Objects: tas}, helloworld+"queueName: racks\ntopology: {required: example.com/row}\n"))
 	// cluster-queue's flavor, gpu, is not there: no Topology.
 	require.Equal(t, []string{
 		`settings.yaml:6:22: topology.required: no ResourceFlavor of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") names a Topology: Kueue admits a job that asks for one example.com/rack only to a flavor with a Topology, and the job would wait forever; name a LocalQueue whose ClusterQueue schedules by topology, or remove topology`,
-	}, check(t, fakeCluster{}, helloworld+"topology: {required: example.com/rack}\n"))
+	}, check(t, clustertest.Fake{}, helloworld+"topology: {required: example.com/rack}\n"))
 	require.Equal(t, []string{
 		`settings.yaml:6:23: topology.preferred: no ResourceFlavor of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") names a Topology: Kueue admits a job that asks for one example.com/rack only to a flavor with a Topology, and the job would wait forever; name a LocalQueue whose ClusterQueue schedules by topology, or remove topology`,
-	}, check(t, fakeCluster{}, helloworld+"topology: {preferred: example.com/rack}\n"))
+	}, check(t, clustertest.Fake{}, helloworld+"topology: {preferred: example.com/rack}\n"))
 }

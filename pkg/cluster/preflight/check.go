@@ -1,20 +1,22 @@
-package cluster
+// Package preflight asks a cluster whether a rendered job can run there,
+// before it is submitted, and changes nothing there (generator check, and
+// submit before it submits).
+package preflight
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/diag"
 )
 
@@ -49,8 +51,8 @@ var operators = map[string]string{
 // behind it, and every object the settings name. values are the settings the
 // chart saw. The findings are at settings keys, for settings.Input.Locate to
 // place: errors, warnings, and what could not be checked (diag.Unchecked).
-// The error is Unreachable when the cluster does not answer at all.
-func (c *Client) Check(ctx context.Context, job *Job, values map[string]any) (diag.List, error) {
+// The error is cluster.Unreachable when the cluster does not answer at all.
+func Check(ctx context.Context, c *cluster.Client, job *cluster.Job, values map[string]any) (diag.List, error) {
 	k := &checker{client: c, job: job, values: values, namespace: job.Object.GetNamespace(), cache: map[string]*fetched{}}
 	// One question first, alone: when the cluster does not answer, it is the
 	// only thing to say.
@@ -105,8 +107,8 @@ func Answers(findings diag.List, warning diag.Diagnostic) bool {
 
 // checker holds what Check found so far, for its questions running at once.
 type checker struct {
-	client    *Client
-	job       *Job
+	client    *cluster.Client
+	job       *cluster.Job
 	values    map[string]any
 	namespace string
 
@@ -128,7 +130,7 @@ func (k *checker) serves(ctx context.Context, obj *unstructured.Unstructured) (s
 	if apierrors.IsNotFound(err) {
 		return schema.GroupVersionResource{}, false, nil
 	}
-	if err := k.client.reachable(err); err != nil {
+	if err := k.client.Unreached(err); err != nil {
 		return schema.GroupVersionResource{}, false, err
 	}
 	if err != nil {
@@ -153,7 +155,7 @@ func (k *checker) notServed(obj *unstructured.Unstructured, key string) {
 		}
 	}
 	k.add(diag.Error, diag.Path{key}, "this cluster does not serve %s (%s): %s is not installed; ask an administrator to install it, %s",
-		plural(gvk.Kind), gvk.GroupVersion(), operators[gvk.Group], fix)
+		cluster.Plural(gvk.Kind), gvk.GroupVersion(), operators[gvk.Group], fix)
 }
 
 // fetched is one object read from the cluster, once for every check that
@@ -195,7 +197,7 @@ func (k *checker) names(ctx context.Context, gvr schema.GroupVersionResource, na
 	if len(names) == 0 {
 		return "there are none", ""
 	}
-	return nameList(names, want, "those")
+	return cluster.NameList(names, want, "those")
 }
 
 // unchecked reports a question the cluster would not answer: what it was
@@ -203,7 +205,7 @@ func (k *checker) names(ctx context.Context, gvr schema.GroupVersionResource, na
 func (k *checker) unchecked(path diag.Path, what, kind string, err error) {
 	reason := err.Error()
 	if apierrors.IsForbidden(err) {
-		reason = fmt.Sprintf("you may not read %s (RBAC)", plural(kind))
+		reason = fmt.Sprintf("you may not read %s (RBAC)", cluster.Plural(kind))
 	}
 	k.add(diag.Unchecked, path, "%s: %s", what, reason)
 }
@@ -259,8 +261,8 @@ func (k *checker) references(ctx context.Context) []reference {
 			add(reference{path: diag.Path{"trainingRuntime"}, kind: "ClusterTrainingRuntime", gvr: runtimes, name: name})
 		}
 	}
-	if name := k.job.Object.GetLabels()[PriorityClassLabel]; name != "" {
-		add(reference{path: diag.Path{"workloadPriorityClass"}, kind: "WorkloadPriorityClass", gvr: k.client.kueue(ctx, "workloadpriorityclasses"), name: name,
+	if name := k.job.Object.GetLabels()[cluster.PriorityClassLabel]; name != "" {
+		add(reference{path: diag.Path{"workloadPriorityClass"}, kind: "WorkloadPriorityClass", gvr: k.client.Kueue(ctx, "workloadpriorityclasses"), name: name,
 			fix: "or remove workloadPriorityClass"})
 	}
 	for i, vol := range items(v, "volumes") {
@@ -347,9 +349,9 @@ func (k *checker) exists(ctx context.Context, r reference) {
 	obj, err := k.get(ctx, r.gvr, r.namespace, r.name)
 	what := fmt.Sprintf("%s %q %s", r.kind, r.name, where(r.namespace))
 	switch {
-	case apierrors.IsNotFound(err) && !k.client.hasResource(ctx, r.gvr):
+	case apierrors.IsNotFound(err) && !k.client.Serves(ctx, r.gvr):
 		k.add(diag.Error, r.path, "this cluster serves no %s (%s), so %s cannot exist; remove %s, or ask an administrator which to use",
-			plural(r.kind), r.gvr.GroupVersion(), what, r.path)
+			cluster.Plural(r.kind), r.gvr.GroupVersion(), what, r.path)
 	case apierrors.IsNotFound(err):
 		k.missing(ctx, r.path, r)
 	case err != nil:
@@ -413,11 +415,11 @@ func (k *checker) create(ctx context.Context, gvr schema.GroupVersionResource) {
 	kind := obj.GetKind()
 	if allowed, err := k.mayCreate(ctx, gvr); err == nil && !allowed {
 		k.add(diag.Error, k.namespacePath(), "you may not create %s %s (RBAC); ask an administrator for the right, or choose a namespace where you may (namespace:, or -n)",
-			plural(kind), where(k.namespace))
+			cluster.Plural(kind), where(k.namespace))
 		return
 	}
 	resource := k.client.Dynamic.Resource(gvr).Namespace(k.namespace)
-	created, err := resource.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
+	created, err := resource.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: cluster.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		k.add(diag.Warning, diag.Path{"jobName"}, "an %s %q exists %s already; generator submit replaces it once it has finished (at once with --force), or choose another jobName",
 			kind, obj.GetName(), where(k.namespace))
@@ -426,16 +428,16 @@ func (k *checker) create(ctx context.Context, gvr schema.GroupVersionResource) {
 		copy := obj.DeepCopy()
 		copy.SetGenerateName(obj.GetName() + "-")
 		copy.SetName("")
-		created, err = resource.Create(ctx, copy, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: FieldManager})
+		created, err = resource.Create(ctx, copy, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: cluster.FieldManager})
 	}
 	switch {
-	case apierrors.IsForbidden(err) && !isWebhookDenial(err):
-		k.add(diag.Error, k.namespacePath(), "the API server does not let you create this %s %s: %s", kind, where(k.namespace), message(err))
-	case err != nil && k.client.reachable(err) != nil:
+	case apierrors.IsForbidden(err) && !cluster.IsWebhookDenial(err):
+		k.add(diag.Error, k.namespacePath(), "the API server does not let you create this %s %s: %s", kind, where(k.namespace), cluster.Message(err))
+	case err != nil && k.client.Unreached(err) != nil:
 		k.add(diag.Unchecked, nil, "a dry-run create of the %s: %v", kind, err)
 	case err != nil:
-		k.add(diag.Error, nil, "the API server refuses the %s (a dry-run create): %s", kind, message(err))
-	case obj.GetLabels()[QueueLabel] != "" && !kindOf(created).suspended(created):
+		k.add(diag.Error, nil, "the API server refuses the %s (a dry-run create): %s", kind, cluster.Message(err))
+	case obj.GetLabels()[cluster.QueueLabel] != "" && !cluster.JobSuspended(created):
 		k.unmanaged(created)
 	}
 }
@@ -472,7 +474,7 @@ func (k *checker) namespacePath() diag.Path {
 func (k *checker) unmanaged(obj *unstructured.Unstructured) {
 	gvk := obj.GroupVersionKind()
 	integration := gvk.Group + "/" + strings.ToLower(gvk.Kind)
-	msg := fmt.Sprintf("Kueue does not manage %s on this cluster (its %s integration is off", plural(gvk.Kind), integration)
+	msg := fmt.Sprintf("Kueue does not manage %s on this cluster (its %s integration is off", cluster.Plural(gvk.Kind), integration)
 	if gvk.Kind == "PyTorchJob" {
 		msg += ", the default since Kueue v0.19"
 	}
@@ -485,28 +487,6 @@ func (k *checker) unmanaged(obj *unstructured.Unstructured) {
 	default:
 		k.add(diag.Error, diag.Path{"wrapper"}, "%sset wrapper: AppWrapper, or ask an administrator to turn the integration on", msg)
 	}
-}
-
-// isWebhookDenial tells an admission webhook's refusal (403 too) from RBAC's.
-func isWebhookDenial(err error) bool {
-	return strings.Contains(err.Error(), "admission webhook")
-}
-
-// message is the API server's message of an error, without client-go's
-// wrapping.
-func message(err error) string {
-	if status, ok := err.(apierrors.APIStatus); ok {
-		return status.Status().Message
-	}
-	return err.Error()
-}
-
-// plural is a kind's plural, as messages write it: PriorityClasses.
-func plural(kind string) string {
-	if strings.HasSuffix(kind, "s") {
-		return kind + "es"
-	}
-	return kind + "s"
 }
 
 func text(v map[string]any, key string) string {
@@ -528,288 +508,4 @@ func items(v map[string]any, key string) []map[string]any {
 // at is the path of a key of a list item: at("volumes", 0, "claimName").
 func at(list string, i int, keys ...string) diag.Path {
 	return append(diag.Path{list, fmt.Sprint(i)}, keys...)
-}
-
-// queue checks the LocalQueue the job names, and the ClusterQueue behind it:
-// active, not held, and able to grant what the job requests.
-func (k *checker) queue(ctx context.Context) {
-	name := k.job.Object.GetLabels()[QueueLabel]
-	if name == "" {
-		return
-	}
-	path := diag.Path{"queueName"}
-	localQueues, clusterQueues := k.client.kueue(ctx, "localqueues"), k.client.kueue(ctx, "clusterqueues")
-	lq, err := k.get(ctx, localQueues, k.namespace, name)
-	switch {
-	case apierrors.IsNotFound(err) && !k.client.hasResource(ctx, localQueues):
-		k.add(diag.Error, path, "this cluster serves no LocalQueues (%s): Kueue is not installed, and nothing would queue the job; set queueName: null to submit it without a queue",
-			localQueues.GroupVersion())
-		return
-	case apierrors.IsNotFound(err):
-		list, closest := k.names(ctx, localQueues, k.namespace, name, nil)
-		msg := fmt.Sprintf("no LocalQueue %q %s, and the job would wait for it forever", name, where(k.namespace))
-		if list != "" {
-			msg += " (" + list + ")"
-		}
-		if closest != "" {
-			msg += fmt.Sprintf("; did you mean %q?", closest)
-		} else {
-			msg += "; name one that exists, or ask an administrator for one"
-		}
-		k.add(diag.Error, path, "%s", msg)
-		return
-	case err != nil:
-		k.unchecked(path, fmt.Sprintf("LocalQueue %q %s", name, where(k.namespace)), "LocalQueue", err)
-		return
-	}
-	cqName, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
-	cq, err := k.get(ctx, clusterQueues, "", cqName)
-	behind := fmt.Sprintf("ClusterQueue %q (behind LocalQueue %q)", cqName, name)
-	switch {
-	case apierrors.IsNotFound(err):
-		k.add(diag.Error, path, "LocalQueue %q points at ClusterQueue %q, which does not exist: the job would wait forever; ask an administrator to fix the queue, or name another", name, cqName)
-		return
-	case err != nil:
-		k.unchecked(path, fmt.Sprintf("the quota of %s", behind), "ClusterQueue", err)
-		return
-	}
-	if reason, inactive := inactive(cq); inactive {
-		k.add(diag.Error, path, "%s is inactive (%s): Kueue admits nothing from it; ask an administrator, or name another LocalQueue", behind, reason)
-	}
-	if stop, _, _ := unstructured.NestedString(cq.Object, "spec", "stopPolicy"); stop != "" && stop != "None" {
-		k.add(diag.Warning, path, "%s is stopped (stopPolicy: %s): Kueue admits nothing from it until an administrator resumes it", behind, stop)
-	}
-	k.quota(ctx, cq, behind)
-	k.topology(ctx, cq, behind)
-}
-
-// topology checks that Kueue can place a job whose pods ask for one topology
-// domain (topology: required or preferred): a flavor of the ClusterQueue
-// names a Topology (Kueue's topology-aware scheduling) that has the level.
-func (k *checker) topology(ctx context.Context, cq *unstructured.Unstructured, behind string) {
-	asked, _ := k.values["topology"].(map[string]any)
-	var mode, level string
-	for m, l := range asked {
-		mode = m
-		level, _ = l.(string)
-	}
-	if level == "" {
-		return
-	}
-	path := diag.Path{"topology", mode}
-	var named []string
-	for _, flavor := range flavorNames(cq) {
-		rf, err := k.get(ctx, k.client.kueue(ctx, "resourceflavors"), "", flavor)
-		if err != nil {
-			if !apierrors.IsNotFound(err) {
-				k.unchecked(path, fmt.Sprintf("ResourceFlavor %q of %s", flavor, behind), "ResourceFlavor", err)
-			}
-			continue
-		}
-		if name, _, _ := unstructured.NestedString(rf.Object, "spec", "topologyName"); name != "" {
-			named = append(named, name)
-		}
-	}
-	if len(named) == 0 {
-		// Preferred or required, Kueue admits a job that asks for a
-		// topology only to a flavor that has one.
-		k.add(diag.Error, path, "no ResourceFlavor of %s names a Topology: Kueue admits a job that asks for one %s only to a flavor with a Topology, and the job would wait forever; name a LocalQueue whose ClusterQueue schedules by topology, or remove topology", behind, level)
-		return
-	}
-	var levels []string
-	for _, name := range named {
-		topo, err := k.get(ctx, k.client.kueue(ctx, "topologies"), "", name)
-		if err != nil {
-			return // an older Kueue serves Topologies in another version: nothing to compare with
-		}
-		list, _, _ := unstructured.NestedSlice(topo.Object, "spec", "levels")
-		for _, l := range list {
-			label, _, _ := unstructured.NestedString(l.(map[string]any), "nodeLabel")
-			if label == level {
-				return
-			}
-			levels = append(levels, label)
-		}
-	}
-	k.add(diag.Error, path, "Topology %q of %s has no level %s (its levels: %s): Kueue cannot place the job; name one of its levels", strings.Join(named, `", "`), behind, level, strings.Join(levels, ", "))
-}
-
-// flavorNames are the ResourceFlavors a ClusterQueue's quota is in.
-func flavorNames(cq *unstructured.Unstructured) []string {
-	var names []string
-	groups, _, _ := unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
-	for _, g := range groups {
-		flavors, _ := g.(map[string]any)["flavors"].([]any)
-		for _, f := range flavors {
-			if name, _ := f.(map[string]any)["name"].(string); name != "" && !slices.Contains(names, name) {
-				names = append(names, name)
-			}
-		}
-	}
-	return names
-}
-
-// inactive tells whether a ClusterQueue's Active condition is false, and why.
-func inactive(cq *unstructured.Unstructured) (string, bool) {
-	conditions, _, _ := unstructured.NestedSlice(cq.Object, "status", "conditions")
-	for _, c := range conditions {
-		cond, _ := c.(map[string]any)
-		if cond["type"] == "Active" && cond["status"] == "False" {
-			return fmt.Sprintf("%v: %v", cond["reason"], cond["message"]), true
-		}
-	}
-	return "", false
-}
-
-// quota compares what the job requests, resource by resource, with the most
-// the ClusterQueue can ever grant: the nominal quota of every flavor that
-// covers the resource, plus what it may borrow (its borrowing limit, or with
-// none, the nominal quota of the rest of its cohort).
-func (k *checker) quota(ctx context.Context, cq *unstructured.Unstructured, behind string) {
-	requests := k.job.Requests()
-	names := make([]string, 0, len(requests))
-	for name, q := range requests {
-		if !zero(q) {
-			names = append(names, string(name))
-		}
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		need := requests[corev1.ResourceName(name)]
-		limit, explain, covered := k.grantable(ctx, cq, name)
-		path := k.resourcePath(name)
-		switch {
-		case !covered:
-			k.add(diag.Error, path, "%s has no quota for %s, which the job requests (%s in all): Kueue will never admit it; ask an administrator to add %s to it, or name a LocalQueue whose ClusterQueue covers it",
-				behind, name, k.perPod(name), name)
-		case limit != nil && need.Cmp(*limit) > 0:
-			k.add(diag.Error, path, "the job requests %s %s in all (%s), but %s can grant at most %s (%s): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue",
-				need.String(), name, k.perPod(name), behind, limit.String(), explain)
-		}
-	}
-}
-
-// grantable is the most of a resource a ClusterQueue can ever grant, nil
-// when that cannot be known, with how it adds up; covered is false when none
-// of its resource groups covers the resource.
-func (k *checker) grantable(ctx context.Context, cq *unstructured.Unstructured, name string) (limit *resource.Quantity, explain string, covered bool) {
-	cohort := cohortOf(cq)
-	nominal, borrowing, unbounded, covered := quotaOf(cq, name)
-	if !covered {
-		return nil, "", false
-	}
-	total := nominal.DeepCopy()
-	switch {
-	case cohort == "" || (!unbounded && zero(borrowing)):
-		return &total, "nominal " + nominal.String() + ", no borrowing", true
-	case !unbounded:
-		total.Add(borrowing)
-		return &total, fmt.Sprintf("nominal %s, borrowing limit %s", nominal.String(), borrowing.String()), true
-	}
-	// No borrowing limit: at most what the whole cohort has. A Cohort
-	// object of that name may hold quota of its own, and a parent cohort
-	// more: then what the ClusterQueue may borrow is not worked out here.
-	kueue := cq.GroupVersionKind().GroupVersion()
-	if _, err := k.get(ctx, kueue.WithResource("cohorts"), "", cohort); !apierrors.IsNotFound(err) {
-		return nil, "", true
-	}
-	list, err := k.client.Dynamic.Resource(kueue.WithResource("clusterqueues")).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, "", true
-	}
-	others := resource.Quantity{}
-	for _, other := range list.Items {
-		if other.GetName() != cq.GetName() && cohortOf(&other) == cohort {
-			n, _, _, _ := quotaOf(&other, name)
-			others.Add(n)
-		}
-	}
-	total.Add(others)
-	return &total, fmt.Sprintf("nominal %s, and %s it may borrow in cohort %q", nominal.String(), others.String(), cohort), true
-}
-
-// cohortOf is a ClusterQueue's cohort: spec.cohort in Kueue's v1beta1,
-// spec.cohortName in v1beta2.
-func cohortOf(cq *unstructured.Unstructured) string {
-	if cohort, _, _ := unstructured.NestedString(cq.Object, "spec", "cohortName"); cohort != "" {
-		return cohort
-	}
-	cohort, _, _ := unstructured.NestedString(cq.Object, "spec", "cohort")
-	return cohort
-}
-
-// quotaOf adds up a resource's quota over a ClusterQueue's flavors: nominal,
-// borrowing limit, and whether some flavor has no borrowing limit.
-func quotaOf(cq *unstructured.Unstructured, name string) (nominal, borrowing resource.Quantity, unbounded, covered bool) {
-	groups, _, _ := unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
-	for _, g := range groups {
-		group, _ := g.(map[string]any)
-		flavors, _ := group["flavors"].([]any)
-		for _, f := range flavors {
-			flavor, _ := f.(map[string]any)
-			resources, _ := flavor["resources"].([]any)
-			for _, r := range resources {
-				res, _ := r.(map[string]any)
-				if res["name"] != name {
-					continue
-				}
-				covered = true
-				nominal.Add(parseQuantity(res["nominalQuota"]))
-				if limit, ok := res["borrowingLimit"]; ok {
-					borrowing.Add(parseQuantity(limit))
-				} else {
-					unbounded = true
-				}
-			}
-		}
-	}
-	return nominal, borrowing, unbounded, covered
-}
-
-// parseQuantity reads a quantity as JSON holds it (a string or a number).
-func parseQuantity(v any) resource.Quantity {
-	q, err := resource.ParseQuantity(fmt.Sprint(v))
-	if err != nil {
-		return resource.Quantity{}
-	}
-	return q
-}
-
-// resourcePath is the setting that asks for a resource.
-func (k *checker) resourcePath(name string) diag.Path {
-	gdr := text(k.values, "roceGdrResName")
-	if gdr == "" {
-		gdr = "nvidia.com/roce_gdr"
-	}
-	switch name {
-	case "cpu":
-		return diag.Path{"numCpusPerPod"}
-	case "memory":
-		return diag.Path{"totalMemoryPerPod"}
-	case "nvidia.com/gpu":
-		return diag.Path{"numGpusPerPod"}
-	case gdr:
-		return diag.Path{"numRoceGdr"}
-	}
-	return diag.Path{"numPods"}
-}
-
-// perPod says how a resource's total adds up: "8 pods × 8" when every pod
-// asks for the same, else how many pods.
-func (k *checker) perPod(name string) string {
-	var each *resource.Quantity
-	same := true
-	for _, ps := range k.job.PodSets {
-		q := ps.Requests()[corev1.ResourceName(name)]
-		if each == nil {
-			each = &q
-		} else if q.Cmp(*each) != 0 {
-			same = false
-		}
-	}
-	pods := k.job.Pods()
-	if !same || each == nil {
-		return fmt.Sprintf("%d pods", pods)
-	}
-	return fmt.Sprintf("%d pods × %s", pods, each.String())
 }
