@@ -248,7 +248,7 @@ reached.`,
 					return err
 				}
 			}
-			if ignoreNotFound && (errors.As(err, &cluster.NotFound{}) || errors.As(err, &cluster.NoSuchJob{})) {
+			if ignoreNotFound && (errors.As(err, &cluster.NotFound{}) || errors.As(err, &cluster.NoSuchJob{}) || errors.As(err, &cluster.NotServed{})) {
 				return nil
 			}
 			return err

@@ -42,7 +42,7 @@ func TestLogsFollowedUntilTheJobFails(t *testing.T) {
 	err := showLogs(context.Background(), Streams{Out: &out, Err: &errOut}, client, cluster.LogRequest{Ref: demo, Follow: true}, false)
 	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" failed; see it with generator status demo -n ml`)
 	require.Empty(t, out.String(), "the job has no pods")
-	require.Equal(t, "no logs yet: AppWrapper demo: Failed: FoundFailedPods\nAppWrapper demo: Failed: FoundFailedPods\n", errOut.String())
+	require.Equal(t, "AppWrapper demo: Failed: FoundFailedPods\n", errOut.String())
 }
 
 func TestListOutputs(t *testing.T) {

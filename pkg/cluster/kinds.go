@@ -20,6 +20,8 @@ import (
 type kind struct {
 	name     string
 	resource schema.GroupVersionResource
+	// operator is what serves the kind, for the fix when a cluster does not.
+	operator string
 	// podLabel is the label its controller puts on its pods, valued with
 	// the job's name; "" for a kind whose pods are found by their owner.
 	podLabel string
@@ -62,6 +64,7 @@ func init() { kinds = table() }
 func table() []*kind {
 	return []*kind{{
 		name:     "AppWrapper",
+		operator: "the AppWrapper controller",
 		resource: schema.GroupVersionResource{Group: "workload.codeflare.dev", Version: "v1beta2", Resource: "appwrappers"},
 		// Its controller labels the pods of every component, whatever their
 		// kind; a wrapped job's pods also carry that job's own labels.
@@ -79,6 +82,7 @@ func table() []*kind {
 		},
 	}, {
 		name:      "TrainJob",
+		operator:  "Kubeflow Trainer",
 		resource:  schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "trainjobs"},
 		podLabel:  jobSetLabel,
 		container: "node",
@@ -91,6 +95,7 @@ func table() []*kind {
 		member: func(_ map[string]any, pod *corev1.Pod) (Member, bool) { return jobSetMember(nil, pod) },
 	}, {
 		name:      "PyTorchJob",
+		operator:  "the Kubeflow training operator",
 		resource:  schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"},
 		podLabel:  pyTorchJobLabel,
 		container: "pytorch",
@@ -101,6 +106,7 @@ func table() []*kind {
 		member:    pyTorchJobMember,
 	}, {
 		name:      "JobSet",
+		operator:  "the JobSet controller",
 		resource:  schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"},
 		podLabel:  jobSetLabel,
 		container: "pytorch",
@@ -114,6 +120,7 @@ func table() []*kind {
 		},
 	}, {
 		name:      "PyTorchTrainingJob",
+		operator:  "T9k's job controller",
 		resource:  schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "pytorchtrainingjobs"},
 		container: "pytorch",
 		// T9k's jobs have no suspend field; pausing stops their pods.
@@ -135,6 +142,7 @@ func table() []*kind {
 		member: t9kMember,
 	}, {
 		name:      "DeepSpeedJob",
+		operator:  "T9k's job controller",
 		resource:  schema.GroupVersionResource{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "deepspeedjobs"},
 		container: "worker",
 		suspend:   []string{"spec", "runMode", "pause", "enabled"},
@@ -160,6 +168,15 @@ func kindNamed(name string) *kind {
 		}
 	}
 	return nil
+}
+
+// Operator is what serves a kind of job: the AppWrapper controller, the
+// Kubeflow training operator; "" for a kind the generator does not make.
+func Operator(kind string) string {
+	if k := kindNamed(kind); k != nil {
+		return k.operator
+	}
+	return ""
 }
 
 // kindOf is the kind of an object; nil for one the generator does not make.

@@ -124,9 +124,11 @@ type LogLine struct {
 // when it ended first.
 func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), note func(string)) (Status, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	f := &follower{client: c, req: req, line: line, note: note, started: map[string]bool{}, member: map[string]types.UID{}}
-	defer f.wg.Wait()
+	f := &follower{client: c, req: req, line: line, note: note, stop: cancel, started: map[string]bool{}, member: map[string]types.UID{}}
+	defer func() {
+		cancel()
+		f.wg.Wait()
+	}()
 	var last Status
 	misses := 0
 	for round := 0; ; round++ {
@@ -148,17 +150,15 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 				return last, err
 			}
 			if !req.Follow || s.State.Finished() {
-				f.wg.Wait()
-				if f.streams == 0 {
-					note(f.waiting("no logs", s))
+				f.drain(req.Follow, followMisses*c.every())
+				if f.streams == 0 && !req.Follow {
+					note("no logs yet: " + s.Line())
 				}
 				return last, f.failure()
 			}
-			if f.streams == 0 {
-				if said := f.waiting("waiting for its pods", s); said != f.said {
-					f.said = said
-					note(said)
-				}
+			if said := "waiting for logs: " + s.Line(); f.streams == 0 && said != f.said {
+				f.said = said
+				note(said)
 			}
 		}
 		if err := f.failure(); err != nil {
@@ -209,12 +209,16 @@ type follower struct {
 	req    LogRequest
 	line   func(LogLine)
 	note   func(string)
-	wg     sync.WaitGroup
+	// stop ends the reading of every log.
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 
 	// started are the container instances read: pod uid/container/restarts.
 	started map[string]bool
 	// member is the pod each label was last seen on.
-	member  map[string]types.UID
+	member map[string]types.UID
+	// streams counts the logs read; said is the last line that said why
+	// there are none yet.
 	streams int
 	said    string
 	retries int64
@@ -222,12 +226,6 @@ type follower struct {
 	mu    sync.Mutex
 	width int
 	err   error
-}
-
-// waiting says why no pod has a log: the job's status (queued, with
-// Kueue's reason; a pod that cannot start).
-func (f *follower) waiting(what string, s Status) string {
-	return what + " yet: " + s.Line()
 }
 
 // start starts reading every selected container instance that has a log
@@ -244,6 +242,7 @@ func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, po
 	}
 	k := kindNamed(s.Kind)
 	var replaced, others []string
+	var reads []func()
 	for i := range podList {
 		pod := &podList[i]
 		m, known := k.member(obj.Object, pod)
@@ -292,8 +291,11 @@ func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, po
 		f.streams++
 		o := opts
 		o.Container = container
-		f.wg.Add(1)
-		go f.read(ctx, pod.Name, label, m, o)
+		reads = append(reads, func() { f.read(ctx, pod.Name, label, m, o) })
+	}
+	// Once every label of the round is known, for the width.
+	for _, read := range reads {
+		f.wg.Go(read)
 	}
 	if len(others) == len(podList) && len(podList) > 0 {
 		return fmt.Errorf("no pod of the %s is the one asked for (%s); its pods: %s", f.req.Ref, f.req.asked(), strings.Join(others, ", "))
@@ -312,7 +314,6 @@ func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, po
 
 // read reads one container's log, line by line.
 func (f *follower) read(ctx context.Context, pod, label string, m Member, opts LogOptions) {
-	defer f.wg.Done()
 	rc, err := f.client.LogSource.Log(ctx, f.req.Ref.Namespace, pod, opts)
 	switch {
 	case err == nil:
@@ -342,6 +343,27 @@ func (f *follower) read(ctx context.Context, pod, label string, m Member, opts L
 		if err != nil {
 			return
 		}
+	}
+}
+
+// drain waits for the logs being read to end. Following, a job that has
+// finished may keep a container running (a sidecar, a pod its controller
+// did not stop): its log is left after grace.
+func (f *follower) drain(following bool, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		f.wg.Wait()
+		close(done)
+	}()
+	if !following {
+		<-done
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(grace):
+		f.stop()
+		<-done
 	}
 }
 

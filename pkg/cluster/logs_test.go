@@ -239,7 +239,7 @@ func TestLogsFollowed(t *testing.T) {
 		"worker-0|8|w1 after its restart", "worker-0|8|w1 start", "worker-0|8|w2 start",
 	}, lines)
 	require.Equal(t, []string{
-		"waiting for its pods yet: AppWrapper demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
+		"waiting for logs: AppWrapper demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
 		"worker-0: container pytorch restarted (1 restarts); its new log follows",
 		"new pods master-0, worker-0: the AppWrapper was reset after a failure (retry 1); their logs follow",
 	}, notes)
@@ -301,4 +301,30 @@ func TestLogsErrors(t *testing.T) {
 			require.EqualError(t, err, tc.want)
 		})
 	}
+}
+
+// runningLog is a log that says its text, then waits for more until its
+// reading is stopped, as a container that keeps running does.
+type runningLog string
+
+func (l runningLog) Log(ctx context.Context, _, _ string, _ LogOptions) (io.ReadCloser, error) {
+	r, w := io.Pipe()
+	go func() {
+		io.WriteString(w, string(l))
+		<-ctx.Done()
+		w.Close()
+	}()
+	return r, nil
+}
+
+// A job that has finished with a container still running (its controller
+// did not stop it) is not followed for ever.
+func TestLogsFollowedEndWithTheJob(t *testing.T) {
+	client := cluster(t, nil, appWrapper("{phase: Succeeded}"), ptjPod("master", 0, "m", runningFor(0)))
+	client.LogSource = runningLog("still running\n")
+	client.Poll = time.Millisecond
+	lines, _, last, err := logs(t, client, LogRequest{Follow: true})
+	require.NoError(t, err)
+	require.Equal(t, Succeeded, last.State)
+	require.Equal(t, []string{"master-0|8|still running"}, lines)
 }

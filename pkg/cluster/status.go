@@ -50,6 +50,18 @@ type NotFound struct{ Ref Ref }
 
 func (e NotFound) Error() string { return fmt.Sprintf("no %s", e.Ref) }
 
+// NotServed is the error for a job of a kind the cluster does not serve:
+// its CRD is not installed.
+type NotServed struct {
+	Kind     string
+	Resource schema.GroupVersionResource
+}
+
+func (e NotServed) Error() string {
+	return fmt.Sprintf("this cluster does not serve %s (%s): %s is not installed, so there is no such job here; check --context, or ask an administrator to install it",
+		Plural(e.Kind), e.Resource.GroupVersion(), Operator(e.Kind))
+}
+
 // State is where a submitted job is.
 type State string
 
@@ -186,10 +198,14 @@ func (c *Client) reading(ctx context.Context, ref Ref) (Status, error) {
 	return s, err
 }
 
-// get reads a job: NotFound when it is not there.
+// get reads a job: NotFound when it is not there, NotServed when its kind
+// is not.
 func (c *Client) get(ctx context.Context, ref Ref) (*unstructured.Unstructured, error) {
-	obj, err := c.Dynamic.Resource(ref.resource()).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	resource := ref.resource()
+	obj, err := c.Dynamic.Resource(resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
+	case apierrors.IsNotFound(err) && !c.Serves(ctx, resource):
+		return nil, NotServed{Kind: ref.Kind, Resource: resource}
 	case apierrors.IsNotFound(err):
 		return nil, NotFound{Ref: ref}
 	case err != nil && c.Unreached(err) != nil:

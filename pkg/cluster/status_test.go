@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -653,4 +654,22 @@ func TestFindTheClosest(t *testing.T) {
 	if !errors.As(err, &NoSuchJob{}) {
 		t.Errorf("err = %T, want NoSuchJob", err)
 	}
+}
+
+// A job of a kind whose CRD the cluster does not serve: every command
+// says so, not that the job is missing.
+func TestAKindTheClusterDoesNotServe(t *testing.T) {
+	client := fake(t, clustertest.Fake{Without: []string{"batch.tensorstack.dev/v1beta1"}})
+	client.LogSource = &fakeLogs{}
+	ref := Ref{Kind: "DeepSpeedJob", Namespace: "ml", Name: "demo"}
+	want := `this cluster does not serve DeepSpeedJobs (batch.tensorstack.dev/v1beta1): T9k's job controller is not installed, so there is no such job here; check --context, or ask an administrator to install it`
+	ctx := context.Background()
+	_, err := client.Status(ctx, ref)
+	require.EqualError(t, err, want)
+	_, err = client.Stop(ctx, ref)
+	require.EqualError(t, err, want)
+	_, err = client.Delete(ctx, ref, true)
+	require.EqualError(t, err, want)
+	_, err = client.Logs(ctx, LogRequest{Ref: ref}, func(LogLine) {}, func(string) {})
+	require.EqualError(t, err, want)
 }

@@ -34,17 +34,6 @@ var (
 	runtimes        = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "clustertrainingruntimes"}
 )
 
-// operators name what serves a group of job kinds, for the fix when the
-// cluster does not serve them.
-var operators = map[string]string{
-	"workload.codeflare.dev": "the AppWrapper controller",
-	"kubeflow.org":           "the Kubeflow training operator",
-	"batch.tensorstack.dev":  "T9k's job controller",
-	"kueue.x-k8s.io":         "Kueue",
-	"jobset.x-k8s.io":        "the JobSet controller",
-	"trainer.kubeflow.org":   "Kubeflow Trainer",
-}
-
 // Check asks the cluster whether the job can run there, every question at
 // once: the APIs it needs, the right to create it, a server-side dry-run of
 // its creation (which runs the admission webhooks), its queue and the quota
@@ -155,7 +144,7 @@ func (k *checker) notServed(obj *unstructured.Unstructured, key string) {
 		}
 	}
 	k.add(diag.Error, diag.Path{key}, "this cluster does not serve %s (%s): %s is not installed; ask an administrator to install it, %s",
-		cluster.Plural(gvk.Kind), gvk.GroupVersion(), operators[gvk.Group], fix)
+		cluster.Plural(gvk.Kind), gvk.GroupVersion(), cluster.Operator(gvk.Kind), fix)
 }
 
 // fetched is one object read from the cluster, once for every check that
