@@ -2,11 +2,18 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	discoveryfake "k8s.io/client-go/discovery/fake"
+	restclient "k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -21,4 +28,37 @@ func TestKueueInTheNewestVersionServed(t *testing.T) {
 		client := &Client{Discovery: disc}
 		require.Equal(t, want, client.Kueue(context.Background(), "localqueues").Version, "served: %q", served)
 	}
+}
+
+// The REST client of pods/log asks the API server's path with the query
+// parameters of the options, reads the text as it is, and reads a refusal
+// as the Status it is.
+func TestLogClient(t *testing.T) {
+	var asked []string
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.Path+"?"+r.URL.RawQuery)
+		if strings.Contains(r.URL.Path, "forbidden") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"forbidden\" is forbidden: User \"researcher\" cannot get resource \"pods/log\"","reason":"Forbidden","code":403}`)
+			return
+		}
+		fmt.Fprint(w, "line 1\nline 2\n")
+	}))
+	defer server.Close()
+	source, err := logClient(&restclient.Config{Host: server.URL})
+	require.NoError(t, err)
+	tail, since := int64(10), int64(600)
+	rc, err := source.Log(context.Background(), "ml", "demo-master-0", LogOptions{Container: "pytorch", Follow: true, Timestamps: true, TailLines: &tail, SinceSeconds: &since})
+	require.NoError(t, err)
+	text, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	require.Equal(t, "line 1\nline 2\n", string(text))
+	_, err = source.Log(context.Background(), "ml", "forbidden", LogOptions{Container: "pytorch", Previous: true})
+	require.True(t, apierrors.IsForbidden(err), "%v", err)
+	require.Equal(t, []string{
+		"/api/v1/namespaces/ml/pods/demo-master-0/log?container=pytorch&follow=true&sinceSeconds=600&tailLines=10&timestamps=true",
+		"/api/v1/namespaces/ml/pods/forbidden/log?container=pytorch&previous=true",
+	}, asked)
 }

@@ -226,6 +226,9 @@ type follower struct {
 	mu    sync.Mutex
 	width int
 	err   error
+	// again are the container instances whose log could not be read
+	// while following, to read again.
+	again []string
 }
 
 // start starts reading every selected container instance that has a log
@@ -240,6 +243,13 @@ func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, po
 		}
 		f.retries = s.Retries
 	}
+	f.mu.Lock()
+	for _, key := range f.again {
+		delete(f.started, key)
+		f.streams--
+	}
+	f.again = nil
+	f.mu.Unlock()
 	k := kindNamed(s.Kind)
 	var replaced, others []string
 	var reads []func()
@@ -291,7 +301,7 @@ func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, po
 		f.streams++
 		o := opts
 		o.Container = container
-		reads = append(reads, func() { f.read(ctx, pod.Name, label, m, o) })
+		reads = append(reads, func() { f.read(ctx, key, pod.Name, label, m, o) })
 	}
 	// Once every label of the round is known, for the width.
 	for _, read := range reads {
@@ -313,7 +323,7 @@ func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, po
 }
 
 // read reads one container's log, line by line.
-func (f *follower) read(ctx context.Context, pod, label string, m Member, opts LogOptions) {
+func (f *follower) read(ctx context.Context, key, pod, label string, m Member, opts LogOptions) {
 	rc, err := f.client.LogSource.Log(ctx, f.req.Ref.Namespace, pod, opts)
 	switch {
 	case err == nil:
@@ -325,10 +335,19 @@ func (f *follower) read(ctx context.Context, pod, label string, m Member, opts L
 	case f.client.Unreached(err) != nil:
 		f.fail(f.client.Unreached(err))
 		return
+	case f.req.Follow:
+		// The container may not be ready to give its log yet, or its pod
+		// gone (a retry deletes them): the next round tries again, if the
+		// pod is still there.
+		f.mu.Lock()
+		f.again = append(f.again, key)
+		f.mu.Unlock()
+		return
 	default:
-		// The pod may be gone (a retry deletes them): say so, and go on
-		// with the others.
+		// The pod may be gone: say so, and go on with the others.
+		f.mu.Lock()
 		f.note(fmt.Sprintf("%s: its log cannot be read: %s", label, Message(err)))
+		f.mu.Unlock()
 		return
 	}
 	defer rc.Close()

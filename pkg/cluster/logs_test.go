@@ -328,3 +328,33 @@ func TestLogsFollowedEndWithTheJob(t *testing.T) {
 	require.Equal(t, Succeeded, last.State)
 	require.Equal(t, []string{"master-0|8|still running"}, lines)
 }
+
+// A log that cannot be read yet while following (the container is not
+// ready to give it) is read at the next round; without following, a line
+// says so and the others are read.
+func TestLogsNotReadableYet(t *testing.T) {
+	source := &fakeLogs{logs: map[string]string{"demo-master-0/pytorch": "m\n"}}
+	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		readings := 0
+		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
+			switch readings++; readings {
+			case 3:
+				source.set(map[string]string{"demo-master-0/pytorch": "m\n", "demo-worker-0/pytorch": "w\n"})
+			case 4:
+				require.NoError(t, dyn.Tracker().Update(appWrappers, object(t, appWrapper("{phase: Succeeded}")), "ml"))
+			}
+			return false, nil, nil
+		})
+	}, appWrapper("{phase: Running}"), ptjPod("master", 0, "m", runningFor(0)), ptjPod("worker", 0, "w", runningFor(0)))
+	client.LogSource = source
+	client.Poll = 10 * time.Millisecond
+	lines, notes, _, err := logs(t, client, LogRequest{Follow: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"master-0|8|m", "worker-0|8|w"}, lines)
+	require.Empty(t, notes)
+	source.set(map[string]string{"demo-master-0/pytorch": "m\n"})
+	lines, notes, _, err = logs(t, client, LogRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"master-0|8|m"}, lines)
+	require.Equal(t, []string{`worker-0: its log cannot be read: container "pytorch" in pod "demo-worker-0" is waiting to start`}, notes)
+}
