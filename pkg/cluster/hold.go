@@ -19,19 +19,19 @@ const stoppedAnnotation = "torchwrap.dev/stopped"
 
 // Hold is what Stop or Resume did: the field it set, and on what.
 type Hold struct {
-	Ref Ref `json:"-"`
+	Ref Ref
 	// Stop is true for Stop, false for Resume.
-	Stop bool `json:"stop"`
+	Stop bool
 	// Object is what holds the job: its Kueue Workload (Workload
 	// appwrapper-demo-7d9f2), or the job itself (PyTorchJob demo).
-	Object string `json:"object"`
+	Object string
 	// Field is the field set to Value: spec.active (a Workload), or the
 	// job's own spec.suspend, spec.runPolicy.suspend (PyTorchJob) or
 	// spec.runMode.pause.enabled (T9k).
-	Field string `json:"field"`
-	Value bool   `json:"value"`
+	Field string
+	Value bool
 	// Changed is false when the field held that value already.
-	Changed bool `json:"changed"`
+	Changed bool
 }
 
 // Stop holds a job without deleting it: its pods go and its quota is

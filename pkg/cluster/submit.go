@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +23,8 @@ type Busy struct{ Status Status }
 func (e Busy) Error() string {
 	s := e.Status
 	return fmt.Sprintf("%s %q exists in namespace %q already, and has not finished: %s; wait for it to finish (generator status %s -n %s), "+
-		"delete it (kubectl delete %s %s -n %s), or submit with --force to delete it and submit anew",
-		s.Kind, s.Name, s.Namespace, s.summary(), s.Name, s.Namespace, strings.ToLower(s.Kind), s.Name, s.Namespace)
+		"delete it (generator delete %s -n %s), or submit with --force to delete it and submit anew",
+		s.Kind, s.Name, s.Namespace, s.summary(), s.Name, s.Namespace, s.Name, s.Namespace)
 }
 
 // Submit creates the job in its namespace by server-side apply, under the

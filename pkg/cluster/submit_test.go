@@ -85,7 +85,7 @@ func TestSubmitRefusesAJobOfTheSameNameThatHasNotFinished(t *testing.T) {
 		pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, readyPod))
 	_, err := client.Submit(context.Background(), submitted(t), false)
 	require.EqualError(t, err, `AppWrapper "demo" exists in namespace "ml" already, and has not finished: Running, pods ready 2/2; `+
-		`wait for it to finish (generator status demo -n ml), delete it (kubectl delete appwrapper demo -n ml), or submit with --force to delete it and submit anew`)
+		`wait for it to finish (generator status demo -n ml), delete it (generator delete demo -n ml), or submit with --force to delete it and submit anew`)
 	require.ErrorAs(t, err, &Busy{})
 	require.Empty(t, got)
 }
@@ -178,7 +178,7 @@ func TestSubmitABareJobSetOrTrainJob(t *testing.T) {
 		pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, readyPod), pod("demo-node-0-2", jobSetPods, readyPod))
 	_, err := client.Submit(context.Background(), rendered(t, trainJob(true, "{}")), false)
 	require.EqualError(t, err, `TrainJob "demo" exists in namespace "ml" already, and has not finished: Running, pods ready 3/3; `+
-		`wait for it to finish (generator status demo -n ml), delete it (kubectl delete trainjob demo -n ml), or submit with --force to delete it and submit anew`)
+		`wait for it to finish (generator status demo -n ml), delete it (generator delete demo -n ml), or submit with --force to delete it and submit anew`)
 	require.Empty(t, got)
 
 	var deleted []string
