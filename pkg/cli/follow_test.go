@@ -56,7 +56,17 @@ status: ` + status))
 		{Group: "batch.tensorstack.dev", Version: "v1beta1", Resource: "deepspeedjobs"}:       "DeepSpeedJobList",
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, aw)
-	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{}}}
+	// Discovery serves what the dynamic client holds.
+	served := map[string]*metav1.APIResourceList{}
+	disc := &discoveryfake.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	for gvr, list := range listKinds {
+		gv := gvr.GroupVersion().String()
+		if served[gv] == nil {
+			served[gv] = &metav1.APIResourceList{GroupVersion: gv}
+			disc.Resources = append(disc.Resources, served[gv])
+		}
+		served[gv].APIResources = append(served[gv].APIResources, metav1.APIResource{Name: gvr.Resource, Kind: strings.TrimSuffix(list, "List")})
+	}
 	return &cluster.Client{Dynamic: dyn, Discovery: disc, Namespace: "ml", Server: "https://fake", Poll: time.Millisecond}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -241,14 +242,9 @@ reached.`,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			client, ref, err := job.find(cmd.Context(), s, args)
 			if err == nil {
-				var done cluster.Deletion
-				done, err = client.Delete(cmd.Context(), ref, wait)
-				if err == nil {
-					_, err = fmt.Fprintln(s.Out, done)
-					return err
-				}
+				err = deleteJob(cmd.Context(), s, client, ref, wait)
 			}
-			if ignoreNotFound && (errors.As(err, &cluster.NotFound{}) || errors.As(err, &cluster.NoSuchJob{}) || errors.As(err, &cluster.NotServed{})) {
+			if ignoreNotFound && missing(err) {
 				return nil
 			}
 			return err
@@ -258,4 +254,20 @@ reached.`,
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the job and its pods are gone")
 	cmd.Flags().BoolVar(&ignoreNotFound, "ignore-not-found", false, "a job that is not there is not an error")
 	return cmd
+}
+
+// deleteJob deletes a job, and says what it did.
+func deleteJob(ctx context.Context, s Streams, client *cluster.Client, ref cluster.Ref, wait bool) error {
+	done, err := client.Delete(ctx, ref, wait)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(s.Out, done)
+	return err
+}
+
+// missing tells whether an error says that there is no such job: none of
+// that name, or none of that kind on this cluster.
+func missing(err error) bool {
+	return errors.As(err, &cluster.NotFound{}) || errors.As(err, &cluster.NoSuchJob{}) || errors.As(err, &cluster.NotServed{})
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -97,4 +98,19 @@ func TestJobCommandsUsage(t *testing.T) {
 		require.Empty(t, out.String())
 		require.Equal(t, tc.want, errOut.String(), tc.args)
 	}
+}
+
+// A job that is not there is what --ignore-not-found ignores; another
+// error is not.
+func TestDeleteAJobThatIsNotThere(t *testing.T) {
+	client := fakeCluster(t, "{phase: Succeeded}")
+	var out strings.Builder
+	err := deleteJob(context.Background(), Streams{Out: &out}, client, cluster.Ref{Kind: "AppWrapper", Namespace: "ml", Name: "gone"}, false)
+	require.EqualError(t, err, `no AppWrapper "gone" in namespace "ml"`)
+	require.True(t, missing(err))
+	_, err = client.Find(context.Background(), "ml", "gone")
+	require.True(t, missing(err), "%v", err)
+	require.False(t, missing(errors.New("you may not delete appwrappers")))
+	require.NoError(t, deleteJob(context.Background(), Streams{Out: &out}, client, demo, false))
+	require.Equal(t, `deleting AppWrapper "demo" in namespace "ml" (it was Succeeded, with no pods) in the foreground, what it made first; not waiting until it is gone (--wait=false)`+"\n", out.String())
 }
