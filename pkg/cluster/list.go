@@ -108,7 +108,9 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	for _, obj := range jobs {
 		s, err := picture(obj, pods.of(obj), owned[obj.GetUID()])
 		if err != nil {
-			return out, err
+			// One job whose status cannot be read does not hide the others.
+			note("%v", err)
+			continue
 		}
 		if len(opts.States) == 0 || slices.Contains(opts.States, s.State) {
 			out.Jobs = append(out.Jobs, s)

@@ -187,3 +187,14 @@ func TestListErrors(t *testing.T) {
 	require.ErrorAs(t, err, &Unreachable{})
 	require.EqualError(t, err, fmt.Sprintf(`cannot reach the cluster at https://fake: Get "https://fake": connection refused; check that it is up, and --context and --kubeconfig`))
 }
+
+// A job whose status cannot be read is a note; the others are listed.
+func TestListAJobWhoseStatusCannotBeRead(t *testing.T) {
+	client := cluster(t, nil, marked(appWrapper("{phase: Running}"), "fine", "f-uid"), marked(appWrapper("{conditions: not-a-list}"), "odd", "o-uid"))
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	require.Len(t, list.Jobs, 1)
+	require.Equal(t, "fine", list.Jobs[0].Name)
+	require.Len(t, list.Notes, 1)
+	require.Contains(t, list.Notes[0], `reading the status of AppWrapper "odd"`)
+}
