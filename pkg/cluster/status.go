@@ -344,15 +344,6 @@ func podsIn(list *unstructured.UnstructuredList) ([]corev1.Pod, error) {
 	return out, nil
 }
 
-func ownedBy(obj, owner *unstructured.Unstructured) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == owner.GetUID() {
-			return true
-		}
-	}
-	return false
-}
-
 // workloadOf finds the Kueue Workload of a job: the one it owns. None when
 // Kueue has made none (yet), or is not installed.
 func (c *Client) workloadOf(ctx context.Context, obj *unstructured.Unstructured) (*workload, error) {
