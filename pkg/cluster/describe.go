@@ -87,7 +87,10 @@ func (s Status) Lines() string {
 	line("queue", strings.Join(queue, ", "))
 	line("workload", s.Workload)
 	for _, e := range s.Warnings {
-		line("warning", e.String())
+		// Kueue's pending reason is an event of its Workload too: said once.
+		if e.Message != oneLine(s.Message) {
+			line("warning", e.String())
+		}
 	}
 	for _, note := range s.Notes {
 		line("not read", note)

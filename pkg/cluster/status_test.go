@@ -673,3 +673,24 @@ func TestAKindTheClusterDoesNotServe(t *testing.T) {
 	_, err = client.Logs(ctx, LogRequest{Ref: ref}, func(LogLine) {}, func(string) {})
 	require.EqualError(t, err, want)
 }
+
+// Kueue records why it holds a Workload back as a Warning event too: the
+// lines say it once, as why; the JSON keeps the event.
+func TestStatusSaysThePendingReasonOnce(t *testing.T) {
+	client := cluster(t, nil,
+		appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", pendingWL),
+		event("e1", "Warning", "Workload", "appwrapper-demo-7d9f2", "Pending",
+			"couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed", "2026-01-01T10:05:00Z", 3),
+	)
+	s, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Warnings) != 1 {
+		t.Fatalf("Warnings = %v, want the Workload's event", s.Warnings)
+	}
+	lines := s.Lines()
+	if strings.Contains(lines, "warning:") || !strings.Contains(lines, "why:       Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed") {
+		t.Errorf("Lines():\n%s\nwant the reason once, as why", lines)
+	}
+}
