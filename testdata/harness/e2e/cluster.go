@@ -9,9 +9,11 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -163,6 +165,15 @@ func Start(bins Binaries, dir string) (c *Cluster, err error) {
 		"--authorization-mode=RBAC",
 		"--disable-admission-plugins=ServiceAccount",
 		"--endpoint-reconciler-type=none",
+		// Aggregated APIs (Kueue's visibility API), reached through the
+		// front proxy's client certificate.
+		"--requestheader-client-ca-file="+filepath.Join(dir, "front-proxy-ca.crt"),
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+filepath.Join(dir, "front-proxy-client.crt"),
+		"--proxy-client-key-file="+filepath.Join(dir, "front-proxy-client.key"),
 		"--service-cluster-ip-range=10.0.0.0/24"); err != nil {
 		return nil, err
 	}
@@ -353,8 +364,8 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// writeKeys writes the service-account signing key pair and the token file of
-// the users.
+// writeKeys writes the service-account signing key pair, the token file of
+// the users, and the front proxy's CA and client certificate (frontProxy).
 func writeKeys(dir string) error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -373,10 +384,17 @@ func writeKeys(dir string) error {
 		}
 		tokens.WriteString("\n")
 	}
+	proxyCA, proxyCert, proxyKey, err := frontProxy()
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
-		"sa.key":     pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
-		"sa.pub":     pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
-		"tokens.csv": []byte(tokens.String()),
+		"sa.key":                 pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		"sa.pub":                 pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
+		"tokens.csv":             []byte(tokens.String()),
+		"front-proxy-ca.crt":     proxyCA,
+		"front-proxy-client.crt": proxyCert,
+		"front-proxy-client.key": proxyKey,
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
@@ -384,4 +402,43 @@ func writeKeys(dir string) error {
 		}
 	}
 	return nil
+}
+
+// frontProxy makes the certificates with which the API server passes
+// requests on to an aggregated API (the simulated cluster's Kueue serves its
+// visibility API so): a CA, which the aggregated API server trusts for the
+// user its requests name (it reads it from the ConfigMap
+// extension-apiserver-authentication), and the API server's client
+// certificate, front-proxy-client, signed by it. PEM: the CA's certificate,
+// the client's certificate and key.
+func frontProxy() (ca, cert, key []byte, err error) {
+	caKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	caTemplate := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "front-proxy-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	clientKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	clientTemplate := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "front-proxy-client"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(365 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	clientDER, err := x509.CreateCertificate(rand.Reader, clientTemplate, caTemplate, &clientKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: clientDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(clientKey)}), nil
 }

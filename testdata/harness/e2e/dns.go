@@ -20,6 +20,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"runtime"
@@ -58,8 +60,9 @@ func startDNS(client kubernetes.Interface, netns string) (*dnsServer, error) {
 func (s *dnsServer) stop() { s.conn.Close() }
 
 // listenIn opens a socket in the network namespace at the path netns: a
-// thread of this process enters it, and ends with the goroutine (it stays
-// locked), while the socket stays in that namespace.
+// thread of this process enters it, opens the socket, which stays in that
+// namespace, and goes back to its own. (Were the thread to end instead, the
+// programs it started would get their parent-death signal.)
 func listenIn(netns, network, address string) (net.PacketConn, error) {
 	type result struct {
 		conn net.PacketConn
@@ -68,17 +71,32 @@ func listenIn(netns, network, address string) (net.PacketConn, error) {
 	done := make(chan result)
 	go func() {
 		runtime.LockOSThread()
-		f, err := os.Open(netns)
+		own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 		if err != nil {
+			runtime.UnlockOSThread()
 			done <- result{err: err}
 			return
 		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+		defer own.Close()
+		target, err := os.Open(netns)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: err}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			done <- result{err: err}
 			return
 		}
 		conn, err := net.ListenPacket(network, address)
+		if back := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); back != nil {
+			// The thread stays locked, and ends with this goroutine.
+			done <- result{conn, errors.Join(err, fmt.Errorf("back to this process's network namespace: %w", back))}
+			return
+		}
+		runtime.UnlockOSThread()
 		done <- result{conn, err}
 	}()
 	r := <-done

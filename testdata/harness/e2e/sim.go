@@ -198,13 +198,13 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	ports, err := freePorts(14)
+	ports, err := freePorts(15)
 	if err != nil {
 		return err
 	}
 	schedPort, kcmPort, kwokPort, kueueHealth, kueueMetrics, kueueWebhook, awHealth, toHealth, toMetrics, toWebhook :=
 		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[9]
-	jobSetHealth, jobSetWebhook, trainerHealth, trainerWebhook := ports[10], ports[11], ports[12], ports[13]
+	jobSetHealth, jobSetWebhook, trainerHealth, trainerWebhook, visibility := ports[10], ports[11], ports[12], ports[13], ports[14]
 	kueueURL := fmt.Sprintf("https://127.0.0.1:%d", kueueWebhook)
 
 	ca, key, err := writeServingCert(dir)
@@ -249,7 +249,7 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 	files := map[string]string{
 		"scheduler.yaml":   fmt.Sprintf(schedulerConfig, kc),
 		"kwok-stages.yaml": kwokStages,
-		"kueue.yaml":       fmt.Sprintf(kueueConfig, kueueHealth, kueueMetrics, kueueWebhook, filepath.Join(dir, "certs")),
+		"kueue.yaml":       fmt.Sprintf(kueueConfig, kueueHealth, kueueMetrics, kueueWebhook, filepath.Join(dir, "certs"), visibility),
 		"jobset.yaml":      fmt.Sprintf(jobSetConfig, jobSetHealth, jobSetWebhook, filepath.Join(dir, "certs")),
 		"trainer.yaml":     fmt.Sprintf(trainerConfig, trainerHealth, trainerWebhook),
 	}
@@ -339,17 +339,17 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 			"--config=" + filepath.Join(dir, "kwok-stages.yaml"),
 			fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort), "--node-ip=10.200.0.1", "--cidr=10.244.0.1/16"}},
-		{"kueue", env, "unshare", privateMount(etc, "/etc", b.Kueue,
-			"--config="+filepath.Join(dir, "kueue.yaml"), "--feature-gates=VisibilityOnDemand=false")},
-		{"appwrapper", append(env, "NAMESPACE=appwrapper-system"), "unshare", privateMount(webhookCerts["appwrapper"], "/tmp/k8s-webhook-server", b.AppWrapper,
+		{"kueue", env, "unshare", privateMount([]bind{{etc, "/etc"}, {filepath.Join(dir, "certs"), "/visibility"}}, b.Kueue,
+			"--config="+filepath.Join(dir, "kueue.yaml"), "--kubeconfig="+kc)},
+		{"appwrapper", append(env, "NAMESPACE=appwrapper-system"), "unshare", privateMount([]bind{{webhookCerts["appwrapper"], "/tmp/k8s-webhook-server"}}, b.AppWrapper,
 			"--config=appwrapper-operator-config")},
-		{"training-operator", append(env, "MY_POD_NAMESPACE=kubeflow"), "unshare", privateMount(webhookCerts["training-operator"], "/tmp/k8s-webhook-server", b.TrainingOperator,
+		{"training-operator", append(env, "MY_POD_NAMESPACE=kubeflow"), "unshare", privateMount([]bind{{webhookCerts["training-operator"], "/tmp/k8s-webhook-server"}}, b.TrainingOperator,
 			"--enable-scheme=pytorchjob",
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", toMetrics),
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", toHealth),
 			fmt.Sprintf("--webhook-server-port=%d", toWebhook))},
 		{"jobset", env, b.JobSet, []string{"--config=" + filepath.Join(dir, "jobset.yaml")}},
-		{"trainer", env, "unshare", privateMount(webhookCerts["trainer"], "/tmp/k8s-webhook-server", b.Trainer,
+		{"trainer", env, "unshare", privateMount([]bind{{webhookCerts["trainer"], "/tmp/k8s-webhook-server"}}, b.Trainer,
 			"--config="+filepath.Join(dir, "trainer.yaml"))},
 	}
 	for _, s := range starts {
@@ -379,7 +379,15 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 	if err != nil {
 		return err
 	}
-	if err := c.CreateAll(append(kueueHooks, []byte(queues()), []byte(userObjects()), []byte(torchDistributed))); err != nil {
+	if err := c.CreateAll(append(kueueHooks, []byte(queues()), []byte(userObjects()), []byte(torchDistributed),
+		[]byte(fmt.Sprintf(visibilityAPI, visibility)))); err != nil {
+		return err
+	}
+	if err := c.waitFor("Kueue's visibility API Available", time.Minute, func() bool {
+		out, err := c.Kubectl(nil, "get", "apiservices", "v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io",
+			"-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Available")].status},{end}`)
+		return err == nil && out == "True,True,"
+	}); err != nil {
 		return err
 	}
 	c.programs = programs
@@ -411,16 +419,25 @@ func (c *Cluster) ProgramsClaim(namespace string) error {
 	return err
 }
 
+// bind is a folder of the test (from) put in place of a folder (at) of a
+// program's mount namespace.
+type bind struct{ from, at string }
+
 // privateMount is the command line of unshare that runs program with args in
-// a mount namespace of its own, where the folder from replaces the folder at
-// (created empty first if there is none, as the mount point). Without root,
-// a user namespace of its own gives it the right to mount.
-func privateMount(from, at, program string, args ...string) []string {
+// a mount namespace of its own, where each bind's folder replaces the folder
+// at its place (created empty first if there is none, as the mount point).
+// Without root, a user namespace of its own gives it the right to mount.
+func privateMount(binds []bind, program string, args ...string) []string {
 	unshare := []string{"--mount"}
 	if os.Geteuid() != 0 {
 		unshare = append(unshare, "--user", "--map-root-user")
 	}
-	return append(append(unshare, "--", "sh", "-c", `mkdir -p "$2" && mount --bind "$1" "$2" && shift 2 && exec "$@"`, "sh", from, at, program), args...)
+	argv := append(unshare, "--", "sh", "-c",
+		`while [ "$1" != -- ]; do mkdir -p "$2" && mount --bind "$1" "$2" || exit 1; shift 2; done; shift; exec "$@"`, "sh")
+	for _, b := range binds {
+		argv = append(argv, b.from, b.at)
+	}
+	return append(append(argv, "--", program), args...)
 }
 
 // CreateAll creates the objects of each YAML stream, in order, and waits

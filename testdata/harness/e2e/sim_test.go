@@ -428,8 +428,8 @@ func (s *sim) check(t *testing.T) {
 // generator submit --wait follows a job to its end: the final state on
 // standard output and exit 0 when it succeeded; exit 1 and the failing pod's
 // exit code when it failed. generator status says why a job waits (Kueue's
-// pending reason), and submit refuses to replace a job that has not finished
-// unless --force.
+// pending reason) and where it is in its queue (Kueue's visibility API), and
+// submit refuses to replace a job that has not finished unless --force.
 func (s *sim) submitAndFollow(t *testing.T) {
 	const namespace = e2e.SimCheckNamespace
 	helloworld := cases.Example(t, "helloworld")
@@ -482,13 +482,15 @@ func (s *sim) submitAndFollow(t *testing.T) {
 			}
 		}
 		var st cluster.Status
-		s.waitFor(t, namespace, "waiter's pending reason", time.Minute, func() bool {
+		s.waitFor(t, namespace, "waiter's pending reason and position", time.Minute, func() bool {
 			st = status(t, "waiter")
-			return st.State == cluster.Queued && strings.Contains(st.Message, "quota for nvidia.com/gpu")
+			return st.State == cluster.Queued && strings.Contains(st.Message, "quota for nvidia.com/gpu") && st.Position == 1
 		})
 		r := s.generate(t, dir, "status", "waiter", "-n", namespace, "--kubeconfig", "ADMIN")
 		t.Logf("generator status waiter:\n%s", r.stdout)
 		require.Contains(t, r.stdout, "insufficient unused quota for nvidia.com/gpu")
+		// Kueue's visibility API gives the place in the LocalQueue.
+		require.Contains(t, r.stdout, "(position 1)")
 
 		// Not replaced while it waits, unless --force.
 		r = s.generate(t, dir, job("submit", "waiter", tiny...)...)

@@ -163,9 +163,12 @@ spec:
 // kueueConfig: Kueue on loopback, without leader election or its own
 // certificate management (which expects a kubelet to mount its Secret), with
 // the AppWrapper, PyTorchJob, JobSet and TrainJob integrations (and
-// topology-aware scheduling, on by default). %d %d %d %s: the health,
-// metrics and webhook ports and the webhook's certificate folder.
-const kueueConfig = `apiVersion: config.kueue.x-k8s.io/v1beta1
+// topology-aware scheduling, on by default) and its visibility API (the
+// pending workloads of a queue, with their positions), which the API server
+// reaches through visibilityAPI. %d %d %d %s %d: the health, metrics and
+// webhook ports, the webhook's certificate folder and the visibility API's
+// port.
+const kueueConfig = `apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: kueue-system
 health:
@@ -187,6 +190,45 @@ integrations:
   - kubeflow.org/pytorchjob
   - jobset.x-k8s.io/jobset
   - trainer.kubeflow.org/trainjob
+visibilityServer:
+  bindAddress: 127.0.0.1
+  bindPort: %d
+`
+
+// visibilityAPI registers Kueue's visibility API with the API server, which
+// passes its requests on to Kueue on loopback (an ExternalName Service of
+// localhost is how an aggregated API's address can be a loopback one;
+// Endpoints cannot hold one) with the front proxy's client certificate
+// (frontProxy). Kueue's serving certificate is the simulated cluster's own,
+// not checked. %d: the visibility API's port.
+const visibilityAPI = `apiVersion: v1
+kind: Service
+metadata: {name: visibility-server, namespace: kueue-system}
+spec:
+  type: ExternalName
+  externalName: localhost
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.visibility.kueue.x-k8s.io}
+spec:
+  group: visibility.kueue.x-k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  insecureSkipTLSVerify: true
+  service: {name: visibility-server, namespace: kueue-system, port: %[1]d}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta2.visibility.kueue.x-k8s.io}
+spec:
+  group: visibility.kueue.x-k8s.io
+  version: v1beta2
+  groupPriorityMinimum: 100
+  versionPriority: 200
+  insecureSkipTLSVerify: true
+  service: {name: visibility-server, namespace: kueue-system, port: %[1]d}
 `
 
 // jobSetConfig: the JobSet controller on loopback, without leader election
