@@ -8,12 +8,14 @@ sum: n(n-1)/2 for a world of n processes. It prints one line,
 
 with the folder it runs in and the variables --show names, and exits 0; 2
 when the sum is wrong; with --fail-rank R, rank R exits --exit-code (default
-3) once it has printed its line.
+3) once it has printed its line. With --hold S, it waits S seconds before it
+exits, as a longer job would.
 """
 
 import argparse
 import os
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -22,6 +24,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--show", action="append", default=[], help="a variable to print")
 parser.add_argument("--fail-rank", type=int, default=-1, help="the rank that fails")
 parser.add_argument("--exit-code", type=int, default=3, help="the exit code of the rank that fails")
+parser.add_argument("--hold", type=float, default=0, help="seconds to wait before exiting")
 args = parser.parse_args()
 
 dist.init_process_group("gloo")
@@ -36,6 +39,7 @@ shown = "".join(f", {name}={os.environ.get(name, '<unset>')}" for name in args.s
 sys.stdout.write(f"allreduce: rank {rank} of {world}, sum {int(total.item())} (expected {expected}), cwd {os.getcwd()}{shown}\n")
 sys.stdout.flush()
 dist.destroy_process_group()
+time.sleep(args.hold)
 if int(total.item()) != expected:
     sys.exit(2)
 if rank == args.fail_rank:

@@ -4,7 +4,9 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/testdata/cases"
 	"github.com/torchwrap/generator/testdata/harness/e2e"
 )
@@ -146,6 +149,8 @@ func (s *sim) processNodes(t *testing.T) {
 	t.Run("setup-and-env", s.runSetupAndEnv)
 	t.Run("failure", s.runFailure)
 	t.Run("t9k", s.runT9k)
+	t.Run("lifecycle", s.runLifecycle)
+	t.Run("list", s.listRun)
 }
 
 // The MLBatch default, a PyTorchJob of 2 pods in an AppWrapper, 2 processes a
@@ -190,6 +195,38 @@ func (s *sim) runPyTorchJob(t *testing.T) {
 			require.Equal(t, want, l.pod, "the pod of rank %d", l.rank)
 		}
 	}
+
+	// generator logs: every pod's lines, after its role and index.
+	r := s.generate(t, cases.Path(t), "logs", "allreduce", "-n", runNamespace, "--kubeconfig", "ADMIN")
+	require.Equal(t, 0, r.code, r.stderr)
+	byLabel := labelledRanks(t, r.stdout)
+	require.Equal(t, map[string][]int{"master-0": {0, 1}, "worker-0": {2, 3}}, byLabel, "the ranks in each pod's lines:\n%s", r.stdout)
+	// The pod of node rank 1, the worker, alone.
+	r = s.generate(t, cases.Path(t), "logs", "allreduce", "-n", runNamespace, "--kubeconfig", "ADMIN", "--rank", "1")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, map[string][]int{"worker-0": {2, 3}}, labelledRanks(t, r.stdout), "generator logs --rank 1:\n%s", r.stdout)
+}
+
+// logLine is a line of generator logs: [label], padded, then the pod's line.
+var logLine = regexp.MustCompile(`^\[([^\]]+)\] +(.*)$`)
+
+// labelledRanks reads the output of generator logs: the ranks of the
+// allreduce lines of each pod, by its label; every line must have a label.
+func labelledRanks(t *testing.T, out string) map[string][]int {
+	t.Helper()
+	ranks := map[string][]int{}
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		m := logLine.FindStringSubmatch(line)
+		require.NotNil(t, m, "a line of generator logs without its pod's label: %q", line)
+		if r := allreduceLine.FindStringSubmatch(m[2]); r != nil {
+			rank, _ := strconv.Atoi(r[1])
+			ranks[m[1]] = append(ranks[m[1]], rank)
+		}
+	}
+	for _, list := range ranks {
+		slices.Sort(list)
+	}
+	return ranks
 }
 
 // hostNetwork is what the machine's own network namespace has: its links,
@@ -284,56 +321,37 @@ data: {mode: from-configmap}
 // fails with exit code 1 (not 3: the program's code does not reach the
 // AppWrapper). The AppWrapper retries the job once (retryLimit 1), then
 // fails, and generator submit --wait exits 1 naming the pod and the exit
-// code. Each attempt's log (read while its pod is there) holds torchrun's
-// two failures of rank 1 with exit code 3.
+// code. generator logs -f, started once the job is there, follows both
+// attempts (their pods have the same names), says when the new pods come,
+// shows torchrun's two failures of rank 1 in each, and ends when the job
+// does, with exit code 1.
 func (s *sim) runFailure(t *testing.T) {
 	const name = "failing"
-	ctx, cancel := context.WithCancel(context.Background())
-	attempts := s.failedLogs(ctx, t, runNamespace, "training.kubeflow.org/job-name="+name, "pytorch")
+	followed := make(chan result, 1)
+	go func() {
+		s.waitFor(t, runNamespace, "the AppWrapper "+name, 2*time.Minute, func() bool {
+			_, err := s.cluster.Kubectl(nil, "get", "appwrapper", name, "-n", runNamespace)
+			return err == nil
+		})
+		followed <- s.generate(t, cases.Path(t), "logs", name, "-n", runNamespace, "--kubeconfig", "ADMIN", "-f")
+	}()
 	r := s.processJob(t, name, "--set", "numPods=1", "--set", "torchrun.maxRestarts=1",
 		"--set", "retryLimit=1", "--set", "failureGracePeriodDuration=1s", "--set", "retryPausePeriodDuration=1s",
 		"--set", "mainProgram=/tmp/programs/allreduce.py --fail-rank 1")
-	cancel()
-	logs := <-attempts
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Empty(t, r.stdout)
 	require.Contains(t, r.stderr, "pod failing-master-0, container pytorch, exit code 1 (Error)")
 	require.Contains(t, r.stderr, `the AppWrapper "failing" in namespace "sim-run" failed`)
 	aw := s.get(t, runNamespace, "appwrapper", name)
 	require.Equal(t, float64(1), aw["status"].(map[string]any)["resettingCount"], "times the AppWrapper reset the job")
-	require.Len(t, logs, 2, "the logs of the failed pods, one an attempt")
-	for i, log := range logs {
-		failures := regexp.MustCompile(`failed \(exitcode: 3\) local_rank: 1`).FindAllString(log, -1)
-		require.Len(t, failures, 2, "attempt %d: rank 1 fails, torchrun restarts it once, it fails again:\n%s", i+1, log)
-	}
-}
 
-// failedLogs reads the log of each pod of the selector that fails, once, as
-// soon as it has failed (its controller may delete it soon after), until ctx
-// ends; then it sends them, in the order the pods failed.
-func (s *sim) failedLogs(ctx context.Context, t *testing.T, namespace, selector, container string) <-chan []string {
-	out := make(chan []string, 1)
-	go func() {
-		var logs []string
-		read := map[string]bool{}
-		for ctx.Err() == nil {
-			list, err := s.cluster.Kubectl(nil, "get", "pods", "-n", namespace, "-l", selector,
-				"-o", `jsonpath={range .items[?(@.status.phase=="Failed")]}{.metadata.uid} {.metadata.name}{"\n"}{end}`)
-			for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
-				uid, pod, ok := strings.Cut(line, " ")
-				if err != nil || !ok || read[uid] {
-					continue
-				}
-				if log, err := s.cluster.Kubectl(nil, "logs", "-n", namespace, pod, "-c", container); err == nil {
-					read[uid] = true
-					logs = append(logs, log)
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		out <- logs
-	}()
-	return out
+	logs := <-followed
+	t.Logf("generator logs -f %s: exit %d\n%s%s", name, logs.code, logs.stdout, logs.stderr)
+	require.Equal(t, 1, logs.code, "generator logs -f ends with the failed job")
+	failures := regexp.MustCompile(`(?m)^\[master-0\] .*failed \(exitcode: 3\) local_rank: 1`).FindAllString(logs.stdout, -1)
+	require.Len(t, failures, 4, "two attempts, in each rank 1 fails, torchrun restarts it once, it fails again")
+	require.Contains(t, logs.stderr, "new pods master-0: the AppWrapper was reset after a failure (retry 1); their logs follow")
+	require.Contains(t, logs.stderr, "AppWrapper failing: Failed (1 retry)")
 }
 
 // T9k's controller is not public, so no PyTorchTrainingJob runs here. What
@@ -406,4 +424,146 @@ func (s *sim) podLogs(t *testing.T, namespace string, pods []string, container s
 		fmt.Fprintf(&b, "--- %s (%v)\n%s", pod, err, log)
 	}
 	return b.String()
+}
+
+// listed reads generator list -o json of a namespace: the jobs by name.
+func (s *sim) listed(t *testing.T, namespace string) map[string]cluster.Status {
+	t.Helper()
+	r := s.generate(t, cases.Path(t), "list", "-n", namespace, "--kubeconfig", "ADMIN", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var list struct {
+		Items []cluster.Status
+		Notes []string
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list), r.stdout)
+	require.Empty(t, list.Notes)
+	jobs := map[string]cluster.Status{}
+	for _, item := range list.Items {
+		jobs[item.Name] = item
+	}
+	return jobs
+}
+
+// state is generator status -o json of a job.
+func (s *sim) state(t *testing.T, namespace, name string) cluster.Status {
+	t.Helper()
+	r := s.generate(t, cases.Path(t), "status", name, "-n", namespace, "--kubeconfig", "ADMIN", "-o", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var st cluster.Status
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st), r.stdout)
+	return st
+}
+
+// The life of jobs after submit, in a ClusterQueue with room for one job:
+// blocker runs and waiter waits behind it (generator list, field by field,
+// with waiter's place in the queue); generator stop holds blocker, its pods
+// go and its quota is freed, so waiter is admitted and runs; generator
+// resume queues blocker again, and it runs to Succeeded once waiter is done;
+// generator logs shows its ranks; generator delete leaves no pod, Workload
+// or Service of it.
+func (s *sim) runLifecycle(t *testing.T) {
+	const namespace, queue = "sim-life", "small-process-queue"
+	ensureNamespace(t, s.cluster, namespace)
+	s.ensureQueue(t, namespace, queue)
+	require.NoError(t, s.cluster.ProgramsClaim(namespace))
+	dir := cases.Path(t, "testdata", "sim")
+	submit := func(name, hold string) {
+		r := s.generate(t, dir, "submit", "-f", "allreduce.settings.yaml", "--kubeconfig", "ADMIN", "--set", "jobName="+name,
+			"--set", "namespace="+namespace, "--set", "queueName="+queue, "--set", "mainProgram=/tmp/programs/allreduce.py --hold "+hold)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	inState := func(name string, state cluster.State) func() bool {
+		return func() bool { return s.state(t, namespace, name).State == state }
+	}
+	submit("blocker", "20")
+	s.waitFor(t, namespace, "blocker Running", 2*time.Minute, inState("blocker", cluster.Running))
+	submit("waiter", "0")
+	s.waitFor(t, namespace, "waiter Queued, first in its queue", time.Minute, func() bool {
+		st := s.state(t, namespace, "waiter")
+		return st.State == cluster.Queued && st.Position == 1
+	})
+
+	jobs := s.listed(t, namespace)
+	require.Len(t, jobs, 2)
+	blocker, waiter := jobs["blocker"], jobs["waiter"]
+	for _, job := range []cluster.Status{blocker, waiter} {
+		require.Equal(t, "AppWrapper", job.Kind)
+		require.Equal(t, namespace, job.Namespace)
+		require.Equal(t, queue, job.Queue)
+		require.Equal(t, int64(2), job.Pods.Expected)
+		require.Equal(t, int64(4), job.GPUs)
+		require.Equal(t, "0.1.0", job.Generator)
+		require.False(t, job.Created.IsZero())
+		require.Zero(t, job.Retries)
+		require.NotEmpty(t, job.Workload)
+	}
+	require.Equal(t, cluster.Running, blocker.State)
+	require.Equal(t, e2e.SmallProcessClusterQueue, blocker.ClusterQueue)
+	require.Equal(t, 2, blocker.Pods.Ready)
+	require.Zero(t, blocker.Position)
+	require.Equal(t, cluster.Queued, waiter.State)
+	require.Equal(t, int64(1), waiter.Position)
+	require.Empty(t, waiter.ClusterQueue)
+	require.Zero(t, waiter.Pods.Ready+waiter.Pods.Running)
+	require.Equal(t, "Pending", waiter.Reason)
+	require.Contains(t, waiter.Message, "insufficient unused quota for nvidia.com/gpu")
+	r := s.generate(t, dir, "list", "-n", namespace, "--kubeconfig", "ADMIN")
+	require.Equal(t, 0, r.code, r.stderr)
+	t.Logf("generator list:\n%s", r.stdout)
+	require.Regexp(t, `(?m)^NAME +KIND +STATE +QUEUE +POSITION +PODS +GPUS +RESTARTS +AGE$`, r.stdout)
+	require.Regexp(t, `(?m)^blocker +AppWrapper +Running +small-process-queue +- +2/2 +4 +0 +\S+$`, r.stdout)
+	require.Regexp(t, `(?m)^waiter +AppWrapper +Queued +small-process-queue +1 +0/2 +4 +0 +\S+$`, r.stdout)
+
+	r = s.generate(t, dir, "stop", "blocker", "-n", namespace, "--kubeconfig", "ADMIN")
+	require.Equal(t, 0, r.code, r.stderr)
+	t.Logf("generator stop blocker: %s%s", r.stdout, r.stderr)
+	s.waitFor(t, namespace, "blocker Suspended, its pods gone, waiter admitted", 2*time.Minute, func() bool {
+		pods := kubectl(t, s.cluster, nil, "get", "pods", "-n", namespace, "-l", "workload.codeflare.dev/appwrapper=blocker", "-o", "name")
+		st := s.state(t, namespace, "waiter").State
+		return pods == "" && s.state(t, namespace, "blocker").State == cluster.Suspended && (st == cluster.Running || st == cluster.Succeeded)
+	})
+	require.Equal(t, cluster.Suspended, s.listed(t, namespace)["blocker"].State)
+	s.waitFor(t, namespace, "waiter Succeeded", 2*time.Minute, inState("waiter", cluster.Succeeded))
+
+	r = s.generate(t, dir, "resume", "blocker", "-n", namespace, "--kubeconfig", "ADMIN")
+	require.Equal(t, 0, r.code, r.stderr)
+	t.Logf("generator resume blocker: %s%s", r.stdout, r.stderr)
+	s.waitFor(t, namespace, "blocker Succeeded", 3*time.Minute, inState("blocker", cluster.Succeeded))
+	r = s.generate(t, dir, "logs", "blocker", "-n", namespace, "--kubeconfig", "ADMIN")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, map[string][]int{"master-0": {0, 1}, "worker-0": {2, 3}}, labelledRanks(t, r.stdout), "generator logs blocker:\n%s", r.stdout)
+
+	r = s.generate(t, dir, "delete", "blocker", "-n", namespace, "--kubeconfig", "ADMIN")
+	require.Equal(t, 0, r.code, r.stderr)
+	t.Logf("generator delete blocker: %s%s", r.stdout, r.stderr)
+	for what, args := range map[string][]string{
+		"pods":     {"pods", "-l", "training.kubeflow.org/job-name=blocker"},
+		"Services": {"services", "-l", "training.kubeflow.org/job-name=blocker"},
+	} {
+		require.Empty(t, kubectl(t, s.cluster, nil, append([]string{"get", "-n", namespace, "-o", "name"}, args...)...), "the %s of blocker", what)
+	}
+	_, hasWorkload := s.workloads(t, namespace)["blocker"]
+	require.False(t, hasWorkload, "the Workload of blocker")
+	r = s.generate(t, dir, "delete", "blocker", "-n", namespace, "--kubeconfig", "ADMIN")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, `no job "blocker" in namespace "sim-life"`)
+	r = s.generate(t, dir, "delete", "blocker", "-n", namespace, "--kubeconfig", "ADMIN", "--ignore-not-found")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, []string{"waiter"}, slices.Collect(maps.Keys(s.listed(t, namespace))))
+}
+
+// generator list of the process nodes' scenarios: each job, of each kind,
+// in the state it ended in.
+func (s *sim) listRun(t *testing.T) {
+	states := map[string]cluster.State{}
+	kinds := map[string]string{}
+	for name, job := range s.listed(t, runNamespace) {
+		states[name], kinds[name] = job.State, job.Kind
+	}
+	require.Equal(t, map[string]cluster.State{
+		"allreduce": cluster.Succeeded, "allreduce-twin": cluster.Succeeded, "elastic": cluster.Succeeded, "jobset": cluster.Succeeded,
+		"trainjob": cluster.Succeeded, "setup-and-env": cluster.Succeeded, "failing": cluster.Failed,
+	}, states)
+	require.Equal(t, "TrainJob", kinds["trainjob"])
+	require.Equal(t, "AppWrapper", kinds["jobset"])
 }

@@ -177,9 +177,10 @@ func (s *sim) submit(t *testing.T, manifest []byte) map[string]any {
 // localQueues are the ClusterQueues of the LocalQueues that ensureQueue
 // makes, when not cluster-queue.
 var localQueues = map[string]string{
-	"small-queue":    "small-cq",
-	"topology-queue": e2e.TopologyClusterQueue,
-	e2e.ProcessQueue: e2e.ProcessClusterQueue,
+	"small-queue":         "small-cq",
+	"topology-queue":      e2e.TopologyClusterQueue,
+	e2e.ProcessQueue:      e2e.ProcessClusterQueue,
+	"small-process-queue": e2e.SmallProcessClusterQueue,
 }
 
 // ensureQueue creates the namespace and its LocalQueue (unless queue is

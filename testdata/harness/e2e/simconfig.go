@@ -503,14 +503,24 @@ type clusterQueue struct {
 // queue's quota; TopologyClusterQueue, with quota for all the nodes in the
 // flavor that knows their topology, for the tests of topology-aware
 // scheduling; ProcessClusterQueue, with quota for the GPUs of the process
-// nodes. None is in a cohort: none borrows.
+// nodes, and SmallProcessClusterQueue, with room for one job there. None is
+// in a cohort: none borrows.
 var clusterQueues = []clusterQueue{
 	{"cluster-queue", "gpu-flavor", SimNodes * SimNodeGPUs, true},
 	{"small-cq", "gpu-flavor", SmallQueueGPUs, true},
 	{"tiny-cq", "gpu-flavor", TinyQueueGPUs, false},
 	{TopologyClusterQueue, "topology-flavor", SimNodes * SimNodeGPUs, true},
 	{ProcessClusterQueue, "process-flavor", ProcessNodes * SimNodeGPUs, false},
+	{SmallProcessClusterQueue, "process-flavor", SmallProcessGPUs, false},
 }
+
+// SmallProcessClusterQueue is a ClusterQueue of the process nodes with
+// SmallProcessGPUs GPUs: room for one job of testdata/sim/allreduce.settings.yaml
+// (2 pods of 2 GPUs), so that a second one waits.
+const (
+	SmallProcessClusterQueue = "process-small-cq"
+	SmallProcessGPUs         = 4
+)
 
 // TopologyClusterQueue is the ClusterQueue whose flavor, topology-flavor,
 // names the Topology of the fake nodes (levels BlockLabel, RackLabel,
