@@ -8,7 +8,7 @@ HARNESS  = testdata/harness
 EDITOR_TEST = testdata/editor
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
-.PHONY: build run test integration e2e e2e-cluster sim-cluster sim-deps cross fuzz bench golden generate lint fmt dist
+.PHONY: build run test integration e2e e2e-cluster sim-cluster sim-deps cross fuzz bench bench-list golden generate lint fmt dist
 
 ## build: the generator binary, in bin/
 build:
@@ -75,19 +75,24 @@ cross:
 	  CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath ./... || exit 1; done
 
 ## fuzz: each fuzz target for FUZZTIME (go test -fuzz); what a target finds
-## goes to its package's testdata/fuzz and becomes a test case
+## goes to pkg/fuzz/testdata/fuzz and becomes a test case
 FUZZTIME ?= 1m
 FUZZFLAGS = -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s
 fuzz:
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzLoad$$' ./pkg/settings
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzRender$$' ./pkg/render
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzStrings$$' ./pkg/render
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzWords$$' ./pkg/render
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzLoad$$' ./pkg/fuzz
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzRender$$' ./pkg/fuzz
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzStrings$$' ./pkg/fuzz
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzWords$$' ./pkg/fuzz
 
 ## bench: Go benchmarks, then the generator against helm template with hyperfine
 ## and /usr/bin/time (BENCHMARKS.md records the results; needs a quiet machine)
 bench:
 	bash .ci/bench
+
+## bench-list: generator list of 100 jobs with hyperfine, against the cluster
+## of make sim-cluster (BENCHMARKS.md records the results; needs root)
+bench-list: sim-deps
+	bash .ci/bench-list
 
 ## golden: rewrite the expected files of the tests (the ones inside the
 ## scripts of cmd/generator/testdata/script too) and the files generated from

@@ -1,4 +1,4 @@
-package settings_test
+package fuzz_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package render_test
+package fuzz_test
 
 import (
 	"os/exec"
