@@ -56,11 +56,20 @@ type SimBinaries struct {
 	KueueModule, AppWrapperModule, TrainingOperatorModule, JobSetModule, TrainerModule string
 }
 
-// simProgram is one controller: its wrapper module in testdata/e2e, the
-// module it pins, and its main package.
+// simModule is a wrapper module in testdata/e2e and the controllers it
+// builds. Controllers whose Kubernetes libraries agree share a module, so that
+// those libraries are compiled once for all of them (see docs/design.md).
+type simModule struct {
+	dir      string
+	programs []simProgram
+}
+
+// simProgram is one controller: the module it pins, its main package, where
+// its binary's path goes, and where the folder of its module goes (which
+// holds its CRDs and webhook configurations), if the cluster reads it.
 type simProgram struct {
-	dir, module, pkg string
-	bin              *string
+	name, module, pkg string
+	bin, folder       *string
 }
 
 // BuildSim builds the programs of the simulated cluster from the wrapper
@@ -78,39 +87,35 @@ func BuildSim(testdata string, logf func(string, ...any)) (SimBinaries, error) {
 	}
 	b.ControllerManager = filepath.Join(kube, "kube-controller-manager")
 	b.Scheduler = filepath.Join(kube, "kube-scheduler")
-	for _, p := range []simProgram{
-		{"kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", &b.Kwok},
-		{"kueue", "sigs.k8s.io/kueue", "sigs.k8s.io/kueue/cmd/kueue", &b.Kueue},
-		{"appwrapper", "github.com/project-codeflare/appwrapper", "github.com/project-codeflare/appwrapper/cmd", &b.AppWrapper},
-		{"training-operator", "github.com/kubeflow/training-operator", "github.com/kubeflow/training-operator/cmd/training-operator.v1", &b.TrainingOperator},
-		{"jobset", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset", &b.JobSet},
-		{"trainer", "github.com/kubeflow/trainer/v2", "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager", &b.Trainer},
+	for _, m := range []simModule{
+		{"kwok-appwrapper-training-operator", []simProgram{
+			{"kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", &b.Kwok, nil},
+			{"appwrapper", "github.com/project-codeflare/appwrapper", "github.com/project-codeflare/appwrapper/cmd", &b.AppWrapper, &b.AppWrapperModule},
+			{"training-operator", "github.com/kubeflow/training-operator", "github.com/kubeflow/training-operator/cmd/training-operator.v1", &b.TrainingOperator, &b.TrainingOperatorModule},
+		}},
+		{"kueue-jobset-trainer", []simProgram{
+			{"kueue", "sigs.k8s.io/kueue", "sigs.k8s.io/kueue/cmd/kueue", &b.Kueue, &b.KueueModule},
+			{"jobset", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset", &b.JobSet, &b.JobSetModule},
+			{"trainer", "github.com/kubeflow/trainer/v2", "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager", &b.Trainer, &b.TrainerModule},
+		}},
 	} {
-		module := filepath.Join(testdata, p.dir)
-		version, err := pinned.Version(module, p.module)
+		module := filepath.Join(testdata, m.dir)
+		var programs []pinned.Program
+		for _, p := range m.programs {
+			programs = append(programs, pinned.Program{Name: p.name, Package: p.pkg, LDFlags: "-s -w"})
+		}
+		dir, err := pinned.Build(module, filepath.Join("e2e", m.dir), programs, logf)
 		if err != nil {
 			return b, err
 		}
-		dir, err := pinned.Build(module, filepath.Join("e2e", p.dir+"-"+version), []pinned.Program{
-			{Name: p.dir, Package: p.pkg, LDFlags: "-s -w"},
-		}, logf)
-		if err != nil {
-			return b, err
-		}
-		*p.bin = filepath.Join(dir, p.dir)
-	}
-	for _, m := range []struct {
-		dir, module string
-		folder      *string
-	}{
-		{"kueue", "sigs.k8s.io/kueue", &b.KueueModule},
-		{"appwrapper", "github.com/project-codeflare/appwrapper", &b.AppWrapperModule},
-		{"training-operator", "github.com/kubeflow/training-operator", &b.TrainingOperatorModule},
-		{"jobset", "sigs.k8s.io/jobset", &b.JobSetModule},
-		{"trainer", "github.com/kubeflow/trainer/v2", &b.TrainerModule},
-	} {
-		if *m.folder, err = moduleDir(filepath.Join(testdata, m.dir), m.module); err != nil {
-			return b, err
+		for _, p := range m.programs {
+			*p.bin = filepath.Join(dir, p.name)
+			if p.folder == nil {
+				continue
+			}
+			if *p.folder, err = moduleDir(module, p.module); err != nil {
+				return b, err
+			}
 		}
 	}
 	return b, nil

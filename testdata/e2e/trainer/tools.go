@@ -1,7 +1,0 @@
-//go:build tools
-
-// Package tools names the main package this module builds, so that go mod
-// tidy records everything it needs.
-package tools
-
-import _ "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"
