@@ -57,6 +57,7 @@ func (r *podRun) makeSandbox() (*sandbox, error) {
 		}
 		mounts = append([]mount{{source: source, target: target}}, mounts...)
 	}
+	mounts = append([]mount{{source: r.nodes.tools, target: podTools, readOnly: true}}, mounts...)
 	return r.nodes.network.newSandbox(ip, link, hostname, filepath.Join(r.dir, "tmp"), mounts)
 }
 

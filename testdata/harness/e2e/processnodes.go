@@ -76,6 +76,11 @@ var torchrun []byte
 // programs of this machine stand for those of the image.
 const processPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// podTools is where each pod sees the tools' folder (writeTools), bound
+// before the pod's own /tmp is: the user's cache may itself be below the
+// machine's /tmp, which a pod does not see.
+const podTools = "/tmp/.process-node-tools"
+
 // ProcessKubelet is the kubelet of the process nodes.
 type ProcessKubelet struct {
 	client      kubernetes.Interface
@@ -170,7 +175,7 @@ func StartProcessKubelet(kubeconfig, dir string, nodes []string, allocatable cor
 }
 
 // writeTools writes the containers' tools (torchrun) to a folder of the
-// user's cache, outside /tmp (which each pod has of its own), and returns it.
+// user's cache, and returns it; each pod sees it at podTools.
 func writeTools() (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
@@ -709,7 +714,7 @@ func (r *podRun) command(c *containerRun) (*exec.Cmd, string, error) {
 	if dir == "" {
 		dir = "/tmp"
 	}
-	base := map[string]string{"PATH": r.nodes.tools + ":" + processPATH, "HOME": "/root", "HOSTNAME": r.hostname()}
+	base := map[string]string{"PATH": podTools + ":" + processPATH, "HOME": "/root", "HOSTNAME": r.hostname()}
 	maps.Copy(base, env)
 	cmd := r.sandbox.command(dir, argv)
 	for _, name := range slices.Sorted(maps.Keys(base)) {
