@@ -246,10 +246,15 @@ func hostNetwork(t *testing.T) string {
 
 // An elastic PyTorchJob (c10d rendezvous at the master, between 1 and 2
 // pods): torchrun meets on the operator's PET_NNODES and PET_RDZV_ENDPOINT,
-// and the rendezvous gives the 4 processes their ranks.
+// and the rendezvous gives the 4 processes their ranks. Once the minimum (the
+// master alone) has joined, torchrun closes the round after its last call (30
+// s by default): on a busy machine the master would then train alone and
+// finish, and the worker, come too late, find no rendezvous and fail the job.
+// The last call here waits for the worker; two pods close the round at once.
 func (s *sim) runElastic(t *testing.T) {
 	const name = "elastic"
-	r := s.processJob(t, name, "--set", "elastic.minPods=1", "--set", "elastic.maxPods=2")
+	r := s.processJob(t, name, "--set", "elastic.minPods=1", "--set", "elastic.maxPods=2",
+		"--set", "torchrun.extraOptions[0]=--rdzv_conf=last_call_timeout=300")
 	require.Equal(t, 0, r.code, r.stderr)
 	pods := s.podsOf(t, runNamespace, "training.kubeflow.org/job-name="+name, 2)
 	log := kubectl(t, s.cluster, nil, "logs", "-n", runNamespace, pods[0], "-c", "pytorch")
