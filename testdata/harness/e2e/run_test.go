@@ -124,7 +124,9 @@ func (s *sim) podsOf(t *testing.T, namespace, selector string, n int) []string {
 
 // processJob renders testdata/sim/allreduce.settings.yaml with more
 // arguments, under the name given, in runNamespace, and submits it with
-// generator submit --wait; it returns what the generator said.
+// generator submit --wait; it returns what the generator said. When the job
+// did not succeed, the test's log has the last lines of its pods too, which
+// say why (a torchrun that refuses an option, a rank that failed).
 func (s *sim) processJob(t *testing.T, name string, args ...string) result {
 	t.Helper()
 	dir := cases.Path(t, "testdata", "sim")
@@ -132,6 +134,10 @@ func (s *sim) processJob(t *testing.T, name string, args ...string) result {
 		"--set", "jobName=" + name, "--set", "namespace=" + runNamespace}, args...)
 	r := s.generate(t, dir, args...)
 	t.Logf("generator submit --wait %s: exit %d\n%s%s", name, r.code, r.stdout, r.stderr)
+	if r.code != 0 {
+		logs := s.generate(t, dir, "logs", name, "-n", runNamespace, "--kubeconfig", "ADMIN", "--tail", "10")
+		t.Logf("generator logs %s --tail 10: exit %d\n%s%s", name, logs.code, logs.stdout, logs.stderr)
+	}
 	return r
 }
 
