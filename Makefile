@@ -8,7 +8,7 @@ HARNESS  = testdata/harness
 EDITOR_TEST = testdata/editor
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
-.PHONY: build run test integration e2e e2e-cluster sim-cluster sim-deps cross fuzz bench bench-list golden generate lint fmt dist
+.PHONY: build run test integration e2e e2e-cluster sim-cluster sim-deps prebuild cross fuzz bench bench-list golden generate lint fmt dist
 
 ## build: the generator binary, in bin/
 build:
@@ -68,6 +68,13 @@ sim-cluster: sim-deps
 ## python3-torch and bind9-dnsutils (needs root to install them)
 sim-deps:
 	@bash .ci/sim-deps
+
+## prebuild: every program the harness's tiers build from the modules pinned
+## in testdata, in the order they need them: Helm 4, the API server, the
+## simulated cluster's controllers (the tiers build what they need anyway;
+## .ci/run starts this in the background so that the builds overlap its steps)
+prebuild:
+	cd $(HARNESS) && $(GO) run ./cmd/prebuild -testdata $(CURDIR)/testdata
 
 ## cross: the generator module builds for every release platform (static and -trimpath, as make dist builds, so that dist reuses the compiled packages)
 cross:

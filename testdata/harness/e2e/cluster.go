@@ -26,24 +26,16 @@ import (
 	"github.com/torchwrap/generator/testdata/harness/pinned"
 )
 
-// KubeVersion is the Kubernetes release of kube-apiserver and kubectl; it
-// must match the require line of testdata/e2e/kube/go.mod.
-const KubeVersion = "1.33.13"
-
 // Binaries are the paths of the built programs.
 type Binaries struct {
 	Etcd, APIServer, Kubectl string
 }
 
-// Build builds etcd, kube-apiserver and kubectl from the module in
-// kubeModule, or reuses them from the cache. logf reports progress.
-func Build(kubeModule string, logf func(string, ...any)) (Binaries, error) {
-	ldflags := kubeLDFlags()
-	dir, err := pinned.Build(kubeModule, kubeCache, []pinned.Program{
-		{Name: "kube-apiserver", Package: "k8s.io/kubernetes/cmd/kube-apiserver", LDFlags: ldflags},
-		{Name: "kubectl", Package: "k8s.io/kubernetes/cmd/kubectl", LDFlags: ldflags},
-		{Name: "etcd", Package: "go.etcd.io/etcd/server/v3", LDFlags: "-s -w"},
-	}, logf)
+// Build builds etcd, kube-apiserver and kubectl from their wrapper module
+// below the repository's testdata folder, or reuses them from the cache.
+// logf reports progress.
+func Build(testdata string, logf func(string, ...any)) (Binaries, error) {
+	dir, err := pinned.KubeServer.Build(testdata, logf)
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -52,23 +44,6 @@ func Build(kubeModule string, logf func(string, ...any)) (Binaries, error) {
 		APIServer: filepath.Join(dir, "kube-apiserver"),
 		Kubectl:   filepath.Join(dir, "kubectl"),
 	}, nil
-}
-
-// kubeCache is the cache folder name of the Kubernetes programs.
-var kubeCache = filepath.Join("e2e", "kube-"+KubeVersion)
-
-// kubeLDFlags are the link flags of the Kubernetes programs: real version
-// strings (kubectl refuses to talk to a server whose version it cannot parse),
-// and -s -w, which strips about 40% off the binaries.
-func kubeLDFlags() string {
-	major, minor, _ := strings.Cut(KubeVersion, ".")
-	minor, _, _ = strings.Cut(minor, ".")
-	ldflags := "-s -w"
-	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
-		ldflags += fmt.Sprintf(" -X %s.gitVersion=v%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean",
-			pkg, KubeVersion, pkg, major, pkg, minor, pkg)
-	}
-	return ldflags
 }
 
 // Cluster is a running etcd and kube-apiserver. Kubeconfig is the admin's

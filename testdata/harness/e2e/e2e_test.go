@@ -122,7 +122,7 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 // stopped when the test ends, pass or fail; nothing is left running.
 func startCluster(t *testing.T) *e2e.Cluster {
 	t.Helper()
-	bins, err := e2e.Build(cases.Path(t, "testdata", "e2e", "kube"), t.Logf)
+	bins, err := e2e.Build(cases.Path(t, "testdata"), t.Logf)
 	require.NoError(t, err)
 	cluster, err := e2e.Start(bins, t.TempDir())
 	require.NoError(t, err)

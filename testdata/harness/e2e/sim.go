@@ -56,65 +56,35 @@ type SimBinaries struct {
 	KueueModule, AppWrapperModule, TrainingOperatorModule, JobSetModule, TrainerModule string
 }
 
-// simModule is a wrapper module in testdata/e2e and the controllers it
-// builds. Controllers whose Kubernetes libraries agree share a module, so that
-// those libraries are compiled once for all of them (see docs/design.md).
-type simModule struct {
-	dir      string
-	programs []simProgram
-}
-
-// simProgram is one controller: the module it pins, its main package, where
-// its binary's path goes, and where the folder of its module goes (which
-// holds its CRDs and webhook configurations), if the cluster reads it.
-type simProgram struct {
-	name, module, pkg string
-	bin, folder       *string
-}
-
-// BuildSim builds the programs of the simulated cluster from the wrapper
-// modules in the folder testdata (testdata/e2e), or reuses them from the
-// cache. The two Kubernetes programs come from the same module as the API
-// server, into the same cache folder.
+// BuildSim builds the programs of the simulated cluster (pinned's
+// KubeControllers and Controllers) from their wrapper modules below the
+// repository's testdata folder, or reuses them from the cache.
 func BuildSim(testdata string, logf func(string, ...any)) (SimBinaries, error) {
 	var b SimBinaries
-	kube, err := pinned.Build(filepath.Join(testdata, "kube"), kubeCache, []pinned.Program{
-		{Name: "kube-controller-manager", Package: "k8s.io/kubernetes/cmd/kube-controller-manager", LDFlags: kubeLDFlags()},
-		{Name: "kube-scheduler", Package: "k8s.io/kubernetes/cmd/kube-scheduler", LDFlags: kubeLDFlags()},
-	}, logf)
-	if err != nil {
-		return b, err
+	bins := map[string]*string{
+		"kube-controller-manager": &b.ControllerManager, "kube-scheduler": &b.Scheduler,
+		"kwok": &b.Kwok, "appwrapper": &b.AppWrapper, "training-operator": &b.TrainingOperator,
+		"kueue": &b.Kueue, "jobset": &b.JobSet, "trainer": &b.Trainer,
 	}
-	b.ControllerManager = filepath.Join(kube, "kube-controller-manager")
-	b.Scheduler = filepath.Join(kube, "kube-scheduler")
-	for _, m := range []simModule{
-		{"kwok-appwrapper-training-operator", []simProgram{
-			{"kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", &b.Kwok, nil},
-			{"appwrapper", "github.com/project-codeflare/appwrapper", "github.com/project-codeflare/appwrapper/cmd", &b.AppWrapper, &b.AppWrapperModule},
-			{"training-operator", "github.com/kubeflow/training-operator", "github.com/kubeflow/training-operator/cmd/training-operator.v1", &b.TrainingOperator, &b.TrainingOperatorModule},
-		}},
-		{"kueue-jobset-trainer", []simProgram{
-			{"kueue", "sigs.k8s.io/kueue", "sigs.k8s.io/kueue/cmd/kueue", &b.Kueue, &b.KueueModule},
-			{"jobset", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset", &b.JobSet, &b.JobSetModule},
-			{"trainer", "github.com/kubeflow/trainer/v2", "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager", &b.Trainer, &b.TrainerModule},
-		}},
-	} {
-		module := filepath.Join(testdata, m.dir)
-		var programs []pinned.Program
-		for _, p := range m.programs {
-			programs = append(programs, pinned.Program{Name: p.name, Package: p.pkg, LDFlags: "-s -w"})
-		}
-		dir, err := pinned.Build(module, filepath.Join("e2e", m.dir), programs, logf)
+	folders := map[string]*string{
+		"appwrapper": &b.AppWrapperModule, "training-operator": &b.TrainingOperatorModule,
+		"kueue": &b.KueueModule, "jobset": &b.JobSetModule, "trainer": &b.TrainerModule,
+	}
+	for _, set := range append([]pinned.Set{pinned.KubeControllers}, pinned.Controllers...) {
+		dir, err := set.Build(testdata, logf)
 		if err != nil {
 			return b, err
 		}
-		for _, p := range m.programs {
-			*p.bin = filepath.Join(dir, p.name)
-			if p.folder == nil {
-				continue
+		for _, p := range set.Programs {
+			bin, ok := bins[p.Name]
+			if !ok {
+				return b, fmt.Errorf("the simulated cluster does not run %s", p.Name)
 			}
-			if *p.folder, err = moduleDir(module, p.module); err != nil {
-				return b, err
+			*bin = filepath.Join(dir, p.Name)
+			if folder, ok := folders[p.Name]; ok {
+				if *folder, err = moduleDir(filepath.Join(testdata, set.Module), p.Module); err != nil {
+					return b, err
+				}
 			}
 		}
 	}
@@ -128,11 +98,11 @@ func BuildSim(testdata string, logf func(string, ...any)) (SimBinaries, error) {
 // what was started is stopped. logf reports progress.
 func StartSimulated(root, dir string, crds [][]byte, logf func(string, ...any)) (*Cluster, error) {
 	testdata := filepath.Join(root, "testdata")
-	bins, err := Build(filepath.Join(testdata, "e2e", "kube"), logf)
+	bins, err := Build(testdata, logf)
 	if err != nil {
 		return nil, err
 	}
-	sim, err := BuildSim(filepath.Join(testdata, "e2e"), logf)
+	sim, err := BuildSim(testdata, logf)
 	if err != nil {
 		return nil, err
 	}

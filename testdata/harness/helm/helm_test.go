@@ -27,9 +27,8 @@ import (
 	"github.com/torchwrap/generator/testdata/harness/pinned"
 )
 
-// chartDir is the chart folder; helm4Module pins Helm 4's helm command.
-func chartDir(t *testing.T) string    { return cases.Path(t, "chart") }
-func helm4Module(t *testing.T) string { return cases.Path(t, "testdata", "helm4") }
+// chartDir is the chart folder.
+func chartDir(t *testing.T) string { return cases.Path(t, "chart") }
 
 // generatorObjects are the objects the generator renders from a settings file.
 func generatorObjects(t *testing.T, file string) []map[string]any {
@@ -105,28 +104,23 @@ func helm3(t *testing.T) helmCLI {
 // it (a cold build takes minutes), or found there.
 func helm4(t *testing.T) helmCLI {
 	t.Helper()
-	helm4Once.Do(func() { helm4Once.path, helm4Once.err = buildHelm4(helm4Module(t), t.Logf) })
-	require.NoError(t, helm4Once.err, "building Helm 4 from %s", helm4Module(t))
+	helm4Once.Do(func() { helm4Once.path, helm4Once.err = buildHelm4(cases.Path(t, "testdata"), t.Logf) })
+	require.NoError(t, helm4Once.err, "building Helm 4 from testdata/helm4")
 	return newHelmCLI(t, "Helm 4", helm4Once.path)
 }
 
-func buildHelm4(wrapper string, logf func(string, ...any)) (string, error) {
-	const module = "helm.sh/helm/v4"
-	version, err := pinned.Version(wrapper, module)
+// buildHelm4 builds (or reuses) the helm command of pinned.Helm4 and checks
+// that it is the Helm 4 that testdata/helm4 pins.
+func buildHelm4(testdata string, logf func(string, ...any)) (string, error) {
+	set, version, err := pinned.Helm4(testdata)
 	if err != nil {
 		return "", err
 	}
-	dir, err := pinned.Build(wrapper, filepath.Join("helm4", "helm-"+version), []pinned.Program{{
-		Name:    "helm",
-		Package: module + "/cmd/helm",
-		// What helm version prints, as in Helm's own release builds.
-		LDFlags: "-s -w -X " + module + "/internal/version.version=" + version,
-	}}, logf)
+	dir, err := set.Build(testdata, logf)
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, "helm")
-	// The binary is the Helm that testdata/helm4 pins.
 	info, err := buildinfo.ReadFile(path)
 	if err != nil {
 		return "", err
@@ -134,11 +128,11 @@ func buildHelm4(wrapper string, logf func(string, ...any)) (string, error) {
 	// go build names a package's module as the main one when the package
 	// lies in a dependency of the wrapper module.
 	for _, m := range append(info.Deps, &info.Main) {
-		if m.Path == module && m.Version == version {
+		if m.Path == pinned.Helm4Module && m.Version == version {
 			return path, nil
 		}
 	}
-	return "", errors.New(path + " is not built from " + module + " " + version)
+	return "", errors.New(path + " is not built from " + pinned.Helm4Module + " " + version)
 }
 
 // helm template with Helm 3 and with Helm 4 gives the same objects as the

@@ -1,9 +1,11 @@
-// Package pinned builds programs from a wrapper Go module checked into
-// testdata, which pins their versions, into the user's cache folder, outside
-// the repository, so that later runs reuse them.
+// Package pinned builds programs from wrapper Go modules checked into
+// testdata, which pin their versions, into the user's cache folder, outside
+// the repository, so that later runs reuse them; sets.go says which.
 //
 // The cache folder of a build is keyed by the wrapper module's go.mod and
-// go.sum and by the Go version: changing the pins builds afresh.
+// go.sum and by the Go version: changing the pins builds afresh. A program
+// is built by one process at a time: another that needs it meanwhile waits
+// for it (a lock file beside it) and reuses it.
 package pinned
 
 import (
@@ -14,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -21,17 +24,19 @@ import (
 type Program struct {
 	// Name is the file name of the binary in the cache folder.
 	Name string
+	// Module is the module path that holds Package.
+	Module string
 	// Package is the import path of the main package.
 	Package string
 	// LDFlags are passed to go build -ldflags.
 	LDFlags string
 }
 
-// Build builds each program from the wrapper module in the folder module, or
+// build builds each program from the wrapper module in the folder module, or
 // reuses it from an earlier build, in
 // os.UserCacheDir()/torchwrap-generator/<name>-<key>, and returns that
 // folder. logf reports progress.
-func Build(module, name string, programs []Program, logf func(string, ...any)) (string, error) {
+func build(module, name string, programs []Program, logf func(string, ...any)) (string, error) {
 	key, err := cacheKey(module)
 	if err != nil {
 		return "", err
@@ -45,30 +50,51 @@ func Build(module, name string, programs []Program, logf func(string, ...any)) (
 		return "", err
 	}
 	for _, p := range programs {
-		out := filepath.Join(dir, p.Name)
-		if _, err := os.Stat(out); err == nil {
-			logf("reusing %s", out)
-			continue
-		}
-		start := time.Now()
-		logf("building %s (a cold build takes minutes)", p.Package)
-		// A name of our own: another process may be building the same.
-		tmp := fmt.Sprintf("%s.partial-%d", out, os.Getpid())
-		// Without debug information: the programs are test fixtures, and
-		// the compiler's DWARF is about 5% of a cold build.
-		cmd := exec.Command("go", "build", "-gcflags=all=-dwarf=false", "-ldflags", p.LDFlags, "-o", tmp, p.Package)
-		cmd.Dir = module
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.Remove(tmp)
-			return "", fmt.Errorf("go build %s: %v\n%s", p.Package, err, out)
-		}
-		if err := os.Rename(tmp, out); err != nil {
+		if err := buildOne(module, filepath.Join(dir, p.Name), p, logf); err != nil {
 			return "", err
 		}
-		logf("built %s in %s", out, time.Since(start).Round(time.Second))
 	}
 	return dir, nil
+}
+
+// buildOne builds the program p into the file out, unless it is there,
+// holding out's lock while it looks and builds.
+func buildOne(module, out string, p Program, logf func(string, ...any)) error {
+	lock, err := os.OpenFile(out+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	// Closing the file releases the lock, and so does the process's end.
+	defer lock.Close()
+	if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		start := time.Now()
+		logf("waiting for another process's build of %s", p.Package)
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+			return fmt.Errorf("locking %s: %w", lock.Name(), err)
+		}
+		logf("waited %s", time.Since(start).Round(time.Second))
+	}
+	if _, err := os.Stat(out); err == nil {
+		logf("reusing %s", out)
+		return nil
+	}
+	start := time.Now()
+	logf("building %s (a cold build takes minutes)", p.Package)
+	tmp := out + ".partial"
+	// Without debug information: the programs are test fixtures, and the
+	// compiler's DWARF is about 5% of a cold build.
+	cmd := exec.Command("go", "build", "-gcflags=all=-dwarf=false", "-ldflags", p.LDFlags, "-o", tmp, p.Package)
+	cmd.Dir = module
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
+	if output, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("go build %s: %v\n%s", p.Package, err, output)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	logf("built %s in %s", out, time.Since(start).Round(time.Second))
+	return nil
 }
 
 // cacheKey identifies a build: the pinned module and the Go version.
