@@ -126,10 +126,14 @@ func newRoot(s Streams) *cobra.Command {
 	var version bool
 	root := &cobra.Command{
 		Use:   "generator",
-		Short: "Render a settings.yaml into an AppWrapper for a distributed PyTorch job",
-		Long: `generator turns a short settings.yaml into one Kubernetes AppWrapper that wraps a
-distributed PyTorch training job, ready for Kueue: a Kubeflow PyTorchJob, or
-T9k's PyTorchTrainingJob or DeepSpeedJob.
+		Short: "Turn a short settings.yaml into a distributed PyTorch job for Kueue, and run it",
+		Long: `generator turns a short settings.yaml into a distributed PyTorch training job,
+ready for Kueue: a Kubeflow PyTorchJob (the default), a JobSet, or T9k's
+PyTorchTrainingJob or DeepSpeedJob, each wrapped in an AppWrapper, or a bare
+Kubeflow Trainer v2 TrainJob. Then it takes the job through its life on the
+cluster: check it before it is submitted, submit it and wait for its end,
+follow its status and every rank's logs, list the jobs, stop, resume and
+delete one.
 
 It succeeds the MLBatch pytorchjob-generator Helm chart: a settings file that
 chart rendered gives the same objects, unless it holds a setting that the README
@@ -137,7 +141,10 @@ lists as refused, with its fix. The chart it embeds also works on its own with
 helm template.`,
 		Example: `  generator init                                   # a starter settings.yaml
   generator explain numGpusPerPod                  # what a key means
-  generator render -f settings.yaml | kubectl apply -f -`,
+  generator render -f settings.yaml | kubectl apply -f -
+  generator check -f settings.yaml                 # would the cluster take it?
+  generator submit --wait -f settings.yaml         # submit, then follow it to its end
+  generator logs -f NAME                           # every rank's logs`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
