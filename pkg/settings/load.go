@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -98,6 +99,9 @@ func Load(opts Options) (*Input, error) {
 			own := map[string]any{}
 			err := set.into(arg, own)
 			if err == nil {
+				err = strayKey(arg, own)
+			}
+			if err == nil {
 				err = set.into(arg, in.Values)
 			}
 			if err != nil && strings.Contains(arg, ",") {
@@ -114,6 +118,46 @@ func Load(opts Options) (*Input, error) {
 		}
 	}
 	return in, nil
+}
+
+// strayKey finds, in one --set argument and what it sets, a key that no one
+// means to write: an empty one (--set =3, which Helm's parser drops without
+// a word), or one that begins with "-", which is an option of a value cut
+// off at a comma (--set mainProgram=train.py --lr=1,--wd=2 sets the key
+// "--wd"). No setting's name is either.
+func strayKey(arg string, values map[string]any) error {
+	if slices.ContainsFunc(settingsOf(arg), func(s string) bool { return s == "" || s[0] == '=' }) {
+		return errors.New("a key is empty; write key=value, as in --set numPods=2")
+	}
+	for key := range values {
+		if strings.HasPrefix(key, "-") {
+			return fmt.Errorf("%q is not a key but part of a value", key)
+		}
+	}
+	return nil
+}
+
+// settingsOf splits a --set argument at the commas that separate its
+// settings: not an escaped one (\,), nor one inside a list's braces.
+func settingsOf(arg string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(arg); i++ {
+		switch arg[i] {
+		case '\\':
+			i++
+		case '{':
+			depth++
+		case '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, arg[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, arg[start:])
 }
 
 // readFile reads a settings file, or standard input for "-", and no more than
