@@ -11,7 +11,7 @@ torchwrap.manifest fails with them, or lists them for the generator.
 {{- /* torchwrap.problems: sets .found.list to the problems of every rule, in this order. */ -}}
 {{- define "torchwrap.problems" -}}
 {{- $_ := set . "found" (dict "list" list) -}}
-{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "podAnnotations" "podLabels" "exitCodes" "containerNames" "jobSetPodNames" -}}
+{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "podAnnotations" "customLabels" "podLabels" "exitCodes" "containerNames" "jobSetPodNames" -}}
 {{- include (print "torchwrap.check." $rule) $ -}}
 {{- end -}}
 {{- end -}}
@@ -158,6 +158,42 @@ topology's placement).
 {{- $problems = append $problems (dict "path" (printf "podAnnotations[%q]" $key) "message" (printf "is set by %s; remove one of the two" .)) -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+{{- $_ := set $.found "list" (concat $.found.list $problems) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.check.customLabels: customLabels name each key once, and no label
+that a setting sets where customLabels go: Kueue's (torchwrap.kueueLabels)
+on the job's top object, autopilot's on the pods. The setting's value would
+win without a word.
+*/ -}}
+{{- define "torchwrap.check.customLabels" -}}
+{{- $v := .Values -}}
+{{- $problems := list -}}
+{{- $kueue := dict -}}
+{{- include "torchwrap.kueueLabels" (dict "Values" $v "labels" $kueue) -}}
+{{- $setBy := dict -}}
+{{- range $key, $setting := dict "kueue.x-k8s.io/queue-name" "queueName" "kueue.x-k8s.io/priority-class" "workloadPriorityClass" -}}
+{{- if hasKey $kueue $key -}}
+{{- $_ := set $setBy $key $setting -}}
+{{- end -}}
+{{- end -}}
+{{- range $key := concat (list "autopilot") ($v.autopilotHealthChecks | default list) -}}
+{{- if $v.autopilotHealthChecks -}}
+{{- $_ := set $setBy $key "autopilotHealthChecks" -}}
+{{- end -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range $i, $label := $v.customLabels -}}
+{{- $path := printf "customLabels[%d].key" $i -}}
+{{- if hasKey $setBy $label.key -}}
+{{- $setting := index $setBy $label.key -}}
+{{- $problems = append $problems (dict "path" $path "message" (printf "%s is the label %s sets (%s would win); remove this entry and set %s" $label.key $setting $setting $setting)) -}}
+{{- else if hasKey $seen $label.key -}}
+{{- $problems = append $problems (dict "path" $path "message" (printf "%s is the key of customLabels[%d] too, and the last value would win; keep one" $label.key (index $seen $label.key))) -}}
+{{- end -}}
+{{- $_ := set $seen $label.key $i -}}
 {{- end -}}
 {{- $_ := set $.found "list" (concat $.found.list $problems) -}}
 {{- end -}}

@@ -40,12 +40,9 @@ fails with them, one "path: message" a line, as Helm users see them; or, with
 {{- $annotations := dict "torchwrap.dev/generator-version" .Chart.Version -}}
 {{- $labels := deepCopy $ctx.customLabels -}}
 {{- $object := dict -}}
+{{- include "torchwrap.kueueLabels" (dict "Values" $v "labels" $labels) -}}
 {{- if eq $v.wrapper "none" -}}
 {{- $object = $component.template -}}
-{{- if has $v.jobKind (list "PyTorchJob" "JobSet" "TrainJob") -}}
-{{- /* Kueue's own integration of the kind reads these labels on the job. */ -}}
-{{- include "torchwrap.kueueLabels" (dict "Values" $v "labels" $labels) -}}
-{{- end -}}
 {{- else -}}
 {{- range $key := list "admissionGracePeriodDuration" "warmupGracePeriodDuration" "failureGracePeriodDuration" "retryPausePeriodDuration" "retryLimit" "forcefulDeletionGracePeriodDuration" "deletionOnFailureGracePeriodDuration" "successTTLDuration" -}}
 {{- $value := index $v $key -}}
@@ -58,7 +55,6 @@ fails with them, one "path: message" a line, as Helm users see them; or, with
 {{- $_ := set $annotations (printf "workload.codeflare.dev.appwrapper/%s" $key) (join "," .) -}}
 {{- end -}}
 {{- end -}}
-{{- include "torchwrap.kueueLabels" (dict "Values" $v "labels" $labels) -}}
 {{- $object = dict "apiVersion" "workload.codeflare.dev/v1beta2" "kind" "AppWrapper" "spec" (dict "components" (list $component)) -}}
 {{- end -}}
 
@@ -103,14 +99,18 @@ it writes the problems document instead, which the generator reads: the line
 
 {{- /*
 torchwrap.kueueLabels: Kueue's labels for the object it admits, added to the
-dict .labels: the LocalQueue and the WorkloadPriorityClass.
+dict .labels: the LocalQueue and the WorkloadPriorityClass. Kueue admits an
+AppWrapper, and a bare job of the kinds it integrates (PyTorchJob, JobSet,
+TrainJob); a bare T9k job gets none.
 */ -}}
 {{- define "torchwrap.kueueLabels" -}}
+{{- if or (ne .Values.wrapper "none") (has .Values.jobKind (list "PyTorchJob" "JobSet" "TrainJob")) -}}
 {{- with .Values.queueName -}}
 {{- $_ := set $.labels "kueue.x-k8s.io/queue-name" . -}}
 {{- end -}}
 {{- with .Values.workloadPriorityClass -}}
 {{- $_ := set $.labels "kueue.x-k8s.io/priority-class" . -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
