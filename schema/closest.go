@@ -4,8 +4,11 @@ import "strings"
 
 // Closest returns the candidate a mistyped word most likely meant: the same
 // word in other letter case, the one candidate that starts with the word, or
-// one within a few edits; "" when none is close. lower holds the candidates
-// in lower case.
+// one within a few edits (a third of the word's length; a swap of two
+// neighbouring letters is one edit); "" when none is close. A candidate
+// whose differing part is wholly other is no typo of the word, however
+// short that part: team-a is not a typo of team-b. lower holds the
+// candidates in lower case.
 func Closest(word string, candidates, lower []string) string {
 	word = strings.ToLower(word)
 	starting := -1
@@ -26,7 +29,8 @@ func Closest(word string, candidates, lower []string) string {
 	}
 	best, bestDistance := -1, len(word)/3+1
 	for i, c := range lower {
-		if d := editDistance(word, c, bestDistance); d < bestDistance || (d == bestDistance && best < 0) {
+		d := editDistance(word, c, bestDistance-1)
+		if d < bestDistance && !replaced(word, c, d) {
 			best, bestDistance = i, d
 		}
 	}
@@ -36,14 +40,33 @@ func Closest(word string, candidates, lower []string) string {
 	return candidates[best]
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes, or
-// max+1 as soon as it is known to exceed max.
+// replaced tells whether a and b, d edits apart, differ in a part that has
+// nothing left of either: what lies between their common beginning and
+// their common end is, on both sides, not empty, and takes as many edits as
+// its longer side has letters.
+func replaced(a, b string, d int) bool {
+	prefix := 0
+	for prefix < len(a) && prefix < len(b) && a[prefix] == b[prefix] {
+		prefix++
+	}
+	suffix := 0
+	for suffix < len(a)-prefix && suffix < len(b)-prefix && a[len(a)-1-suffix] == b[len(b)-1-suffix] {
+		suffix++
+	}
+	restA, restB := len(a)-prefix-suffix, len(b)-prefix-suffix
+	return restA > 0 && restB > 0 && d >= max(restA, restB)
+}
+
+// editDistance is the distance between a and b in bytes, counting an
+// insertion, a deletion, a substitution and a swap of two neighbours as one
+// edit each (optimal string alignment), or max+1 as soon as it is known to
+// exceed max.
 func editDistance(a, b string, max int) int {
 	if len(a)-len(b) > max || len(b)-len(a) > max {
 		return max + 1
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	// Three rows: the one before the previous, for swaps.
+	before, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
 	}
@@ -56,12 +79,15 @@ func editDistance(a, b string, max int) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], before[j-2]+1)
+			}
 			rowMin = min(rowMin, cur[j])
 		}
 		if rowMin > max {
 			return max + 1
 		}
-		prev, cur = cur, prev
+		before, prev, cur = prev, cur, before
 	}
 	return prev[len(b)]
 }

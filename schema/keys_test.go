@@ -40,4 +40,12 @@ func TestClosest(t *testing.T) {
 	require.Equal(t, "high-priority", Closest("high", priorities, lower(priorities)))
 	require.Equal(t, "", Closest("storage", keys, lower(keys)))
 	require.Equal(t, "", Closest("num", keys, lower(keys)), "several keys start with num")
+
+	// Names that share a common part are no typos of each other for it.
+	queues := []string{"default-queue", "small-queue", "tiny-queue"}
+	require.Equal(t, "", Closest("no-queue", queues, lower(queues)))
+	require.Equal(t, "", Closest("team-b", []string{"team-a"}, []string{"team-a"}))
+	require.Equal(t, "default-queue", Closest("defualt-queue", queues, lower(queues)), "a swap is one edit")
+	require.Equal(t, "small-queue", Closest("smal-queue", queues, lower(queues)))
+	require.Equal(t, "tiny-queue", Closest("tiny-queeu", queues, lower(queues)))
 }

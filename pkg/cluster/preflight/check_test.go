@@ -273,7 +273,11 @@ kind: Namespace
 metadata: {name: team-a}
 `
 	require.Equal(t, []string{
-		`settings.yaml:6:12: namespace: no namespace "team-b" on this cluster; did you mean "team-a"? Otherwise create it first; or choose another with namespace: or -n`,
+		`settings.yaml:6:12: namespace: no namespace "tema-a" on this cluster; did you mean "team-a"? Otherwise create it first; or choose another with namespace: or -n`,
+	}, check(t, clustertest.Fake{Objects: namespaces}, helloworld+"namespace: tema-a\n"))
+	// Another team's namespace is no typo of it.
+	require.Equal(t, []string{
+		`settings.yaml:6:12: namespace: no namespace "team-b" on this cluster; create it first, or name one that exists; or choose another with namespace: or -n`,
 	}, check(t, clustertest.Fake{Objects: namespaces}, helloworld+"namespace: team-b\n"))
 }
 
