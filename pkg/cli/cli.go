@@ -136,8 +136,8 @@ follow its status and every rank's logs, list the jobs, stop, resume and
 delete one.
 
 It succeeds the MLBatch pytorchjob-generator Helm chart: a settings file that
-chart rendered gives the same objects, unless it holds a setting that the README
-lists as refused, with its fix. The chart it embeds also works on its own with
+chart rendered gives the same objects, unless it holds a setting that
+docs/mlbatch.md lists as refused, with its fix. The chart it embeds also works on its own with
 helm template.`,
 		Example: `  generator init                                   # a starter settings.yaml
   generator explain numGpusPerPod                  # what a key means

@@ -58,53 +58,51 @@ func TestInvalid(t *testing.T) {
 
 // The invalid cases that the MLBatch chart (1.1.12) rendered are refusals of
 // settings files written for it: each has an mlbatch.txt that says what the
-// MLBatch chart did with it, and the README's section for that chart's users
-// links it (and no other case), so that the section lists every such refusal.
-func TestMLBatchRefusalsAreInTheREADME(t *testing.T) {
-	const heading = "## Coming from the MLBatch pytorchjob-generator\n"
-	readme := readFile(t, cases.Path(t, "README.md"))
-	_, section, found := strings.Cut(readme, heading)
-	require.True(t, found, "README.md has no section %q", heading)
-	section, _, _ = strings.Cut(section, "\n## ")
+// MLBatch chart did with it, and the page for that chart's users
+// (docs/mlbatch.md) links it (and no other case), so that the page lists
+// every such refusal.
+func TestMLBatchRefusalsAreInTheirPage(t *testing.T) {
+	page := readFile(t, cases.Path(t, "docs", "mlbatch.md"))
 	linked := map[string]bool{}
-	for _, m := range caseLink.FindAllStringSubmatch(section, -1) {
+	for _, m := range caseLink.FindAllStringSubmatch(page, -1) {
 		linked[m[1]] = true
 	}
+	require.NotEmpty(t, linked, "docs/mlbatch.md links no invalid case")
 	for _, c := range cases.Invalid(t) {
 		record, err := os.ReadFile(filepath.Join(c.Dir, "mlbatch.txt"))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if linked[c.Name] {
-				t.Errorf("the README links %s as a file the MLBatch chart rendered, but it has no mlbatch.txt", c.Name)
+				t.Errorf("docs/mlbatch.md links %s as a file the MLBatch chart rendered, but it has no mlbatch.txt", c.Name)
 			}
 		case err != nil:
 			t.Error(err)
 		case strings.TrimSpace(string(record)) == "":
 			t.Errorf("%s/mlbatch.txt is empty: say what the MLBatch chart did with the file", c.Name)
 		case !linked[c.Name]:
-			t.Errorf("the MLBatch chart rendered testdata/invalid/%s (mlbatch.txt), which is refused: link it in the README's %q section, in the bullet of its reason", c.Name, strings.TrimSpace(heading))
+			t.Errorf("the MLBatch chart rendered testdata/invalid/%s (mlbatch.txt), which is refused: link it in docs/mlbatch.md, in the bullet of its reason", c.Name)
 		}
 		delete(linked, c.Name)
 	}
 	for name := range linked {
-		t.Errorf("the README links testdata/invalid/%s, which is no invalid case", name)
+		t.Errorf("docs/mlbatch.md links testdata/invalid/%s, which is no invalid case", name)
 	}
 }
 
-// The README's "Before you submit" quotes what generator check printed in
-// the simulated cluster: the expected files of those scenarios, which make
+// docs/cluster.md's "Before you submit" quotes what generator check printed
+// in the simulated cluster: the expected files of those scenarios, which make
 // e2e-cluster keeps true.
-func TestREADMEQuotesCheckAsItRuns(t *testing.T) {
-	readme := readFile(t, cases.Path(t, "README.md"))
+func TestTheDocsQuoteCheckAsItRuns(t *testing.T) {
+	page := readFile(t, cases.Path(t, "docs", "cluster.md"))
 	for _, scenario := range []string{"readme", "researcher"} {
 		transcript := readFile(t, cases.Path(t, "testdata", "cluster", scenario, "expected.txt"))
 		_, output, _ := strings.Cut(transcript, "\n") // after "exit N"
-		require.Contains(t, readme, "```text\n"+output+"```", "README.md quotes testdata/cluster/%s/expected.txt as it is", scenario)
+		require.Contains(t, page, "```text\n"+output+"```", "docs/cluster.md quotes testdata/cluster/%s/expected.txt as it is", scenario)
 	}
 }
 
 // caseLink is a Markdown link to an invalid case's folder.
-var caseLink = regexp.MustCompile(`\]\(testdata/invalid/([^/)]+)/?\)`)
+var caseLink = regexp.MustCompile(`\]\(\.\./testdata/invalid/([^/)]+)/?\)`)
 
 // Every example and starter renders, and validate agrees with render about it.
 func TestExamples(t *testing.T) {
