@@ -20,10 +20,13 @@ type Key struct {
 	Type        string // in words: "integer", "list of strings", "string or null"
 	Required    bool   // every settings file sets it, or its parent object needs it
 	Default     json.RawMessage
-	Enum        []any
-	Example     json.RawMessage
-	Rules       []string // what a value must be, beyond its type
-	Fields      []string // the paths of its own fields, for an object or a list of objects
+	// KindDefaults are the defaults of the job kinds whose default is not
+	// Default (a TrainJob's wrapper is none).
+	KindDefaults map[string]json.RawMessage
+	Enum         []any
+	Example      json.RawMessage
+	Rules        []string // what a value must be, beyond its type
+	Fields       []string // the paths of its own fields, for an object or a list of objects
 }
 
 // Keys lists every key the schema describes, in schema order, each followed
@@ -39,14 +42,15 @@ func (s *Schema) Keys() Keys {
 				section = node.Section
 			}
 			key := Key{
-				Path:        prefix + p.Name,
-				Section:     section,
-				Description: first(node.Description, resolved.Description),
-				Type:        schemaType(node),
-				Required:    slices.Contains(object.Required, p.Name) && node.Default == nil,
-				Default:     firstRaw(node.Default, resolved.Default),
-				Example:     firstExample(node, resolved),
-				Rules:       s.rules(prefix+p.Name, node),
+				Path:         prefix + p.Name,
+				Section:      section,
+				Description:  first(node.Description, resolved.Description),
+				Type:         schemaType(node),
+				Required:     slices.Contains(object.Required, p.Name) && node.Default == nil,
+				Default:      firstRaw(node.Default, resolved.Default),
+				KindDefaults: node.KindDefaults,
+				Example:      firstExample(node, resolved),
+				Rules:        s.rules(prefix+p.Name, node),
 			}
 			for _, v := range resolved.Enum {
 				if v != nil {

@@ -14,22 +14,24 @@ import (
 // keywords the generator reads besides validating: to explain a problem, to
 // write values.yaml and the settings reference.
 type Schema struct {
-	Ref         string            `json:"$ref"`
-	Type        TypeList          `json:"type"`
-	Description string            `json:"description"`
-	Section     string            `json:"x-section"`
-	Error       string            `json:"x-error"`
-	Default     json.RawMessage   `json:"default"`
-	Examples    []json.RawMessage `json:"examples"`
-	Enum        []any             `json:"enum"`
-	Pattern     string            `json:"pattern"`
-	Minimum     *float64          `json:"minimum"`
-	Maximum     *float64          `json:"maximum"`
-	MaxLength   *int              `json:"maxLength"`
-	MinItems    *int              `json:"minItems"`
-	Required    []string          `json:"required"`
-	Properties  Properties        `json:"properties"`
-	Items       *Schema           `json:"items"`
+	Ref         string          `json:"$ref"`
+	Type        TypeList        `json:"type"`
+	Description string          `json:"description"`
+	Section     string          `json:"x-section"`
+	Error       string          `json:"x-error"`
+	Default     json.RawMessage `json:"default"`
+	// KindDefaults are the defaults that differ by jobKind, over Default.
+	KindDefaults map[string]json.RawMessage `json:"x-kind-defaults"`
+	Examples     []json.RawMessage          `json:"examples"`
+	Enum         []any                      `json:"enum"`
+	Pattern      string                     `json:"pattern"`
+	Minimum      *float64                   `json:"minimum"`
+	Maximum      *float64                   `json:"maximum"`
+	MaxLength    *int                       `json:"maxLength"`
+	MinItems     *int                       `json:"minItems"`
+	Required     []string                   `json:"required"`
+	Properties   Properties                 `json:"properties"`
+	Items        *Schema                    `json:"items"`
 	// AdditionalProperties is the schema of the values of a map, or nil.
 	AdditionalProperties *Schema `json:"-"`
 	// PropertyNames is the schema of the keys of a map, or nil.

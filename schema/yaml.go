@@ -4,14 +4,25 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// DefaultText writes the key's default as a settings file would.
+// DefaultText writes the key's default as a settings file would, followed by
+// the defaults that differ by jobKind: "AppWrapper (TrainJob: none)".
 func (k Key) DefaultText() string {
-	return strings.TrimSuffix(yamlString(valueNode(k.Default)), "\n")
+	text := strings.TrimSuffix(yamlString(valueNode(k.Default)), "\n")
+	var kinds []string
+	for _, kind := range slices.Sorted(maps.Keys(k.KindDefaults)) {
+		kinds = append(kinds, kind+": "+strings.TrimSuffix(yamlString(valueNode(k.KindDefaults[kind])), "\n"))
+	}
+	if len(kinds) > 0 {
+		text += " (" + strings.Join(kinds, ", ") + ")"
+	}
+	return text
 }
 
 // YAMLAt writes a JSON value of the schema (a default or an example) as the

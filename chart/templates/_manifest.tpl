@@ -27,7 +27,8 @@ fails with them, one "path: message" a line, as Helm users see them; or, with
 (torchwrap.refuse).
 */ -}}
 {{- define "torchwrap.manifest" -}}
-{{- $v := .Values -}}
+{{- $v := dict -}}
+{{- include "torchwrap.settings" (dict "Values" .Values "out" $v) -}}
 {{- $component := dict -}}
 {{- $ctx := dict "Values" $v "customLabels" (include "torchwrap.customLabels" $v | fromJson) "storage" (include "torchwrap.storage" $v | fromJson).entries "component" $component -}}
 {{- include "torchwrap.problems" $ctx -}}
@@ -94,6 +95,26 @@ it writes the problems document instead, which the generator reads: the line
 {{- $lines = append $lines (ternary (printf "%s: %s" .path .message) .message (not (empty .path))) -}}
 {{- end -}}
 {{- fail (join "\n" $lines) -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+torchwrap.settings: fills the dict .out with the settings .Values, and gives
+those whose default follows jobKind (torchwrap.kindDefaults) the kind's
+default when they are left out, or left empty (null) where null is none of
+their defaults: wrapper: null is unset, priority: null leaves the PriorityClass
+out. .Values is left as it is.
+*/ -}}
+{{- define "torchwrap.settings" -}}
+{{- $v := .out -}}
+{{- range $key, $value := .Values -}}
+{{- $_ := set $v $key $value -}}
+{{- end -}}
+{{- $kind := toString $v.jobKind -}}
+{{- range $key, $defaults := include "torchwrap.kindDefaults" . | fromJson -}}
+{{- if or (not (hasKey $v $key)) (and (kindIs "invalid" (index $v $key)) (not (has nil (values $defaults)))) -}}
+{{- $_ := set $v $key (ternary (index $defaults $kind) (index $defaults "") (hasKey $defaults $kind)) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 

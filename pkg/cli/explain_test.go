@@ -12,7 +12,8 @@ import (
 )
 
 // explain's output, as users read it: the list of keys, and a key of each
-// shape (a scalar with rules, an object with fields, a field of list items).
+// shape (a scalar with rules, an object with fields, a field of list items,
+// a default that follows jobKind).
 func TestExplainOutput(t *testing.T) {
 	for name, args := range map[string][]string{
 		"list":                 {"explain"},
@@ -22,6 +23,7 @@ func TestExplainOutput(t *testing.T) {
 		"env-secret-name":      {"explain", "environmentVariables[0].secret.name"},
 		"restartPolicy":        {"explain", "restartPolicy"},
 		"runMode.debug":        {"explain", "runMode.debug"},
+		"priority":             {"explain", "priority"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, errOut, code := generator(t, nil, args...)

@@ -115,9 +115,14 @@ func TestExamples(t *testing.T) {
 			var object, values map[string]any
 			require.NoError(t, sigsyaml.UnmarshalStrict([]byte(docs[0]), &object))
 			require.NoError(t, sigsyaml.Unmarshal([]byte(readFile(t, file)), &values))
-			// An AppWrapper, or with wrapper: none the job alone.
+			// An AppWrapper, or with wrapper: none (a TrainJob's default)
+			// the job alone.
+			wrapper, set := values["wrapper"]
+			if !set && values["jobKind"] == "TrainJob" {
+				wrapper = "none"
+			}
 			kind := "AppWrapper"
-			if values["wrapper"] == "none" {
+			if wrapper == "none" {
 				kind = "PyTorchJob"
 				if k, ok := values["jobKind"].(string); ok {
 					kind = k

@@ -62,10 +62,15 @@ func generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	kindDefaults, err := kindDefaultsTemplate(s)
+	if err != nil {
+		return nil, err
+	}
 	return map[string][]byte{
 		filepath.Join("chart", "values.schema.json"):              schema.JSON,
 		filepath.Join("schema", "editor.schema.json"):             editor,
 		filepath.Join("chart", "values.yaml"):                     values,
+		filepath.Join("chart", "templates", "_kinddefaults.tpl"):  kindDefaults,
 		filepath.Join("docs", "settings.md"):                      reference(s),
 		filepath.Join("chart", "README.md"):                       readme,
 		filepath.Join("pkg", "validate", "validator.schema.json"): validator,

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,7 +14,9 @@ import (
 // valuesFile writes the chart's values.yaml from the schema: every setting in
 // schema order, grouped by section, with its description, its allowed values,
 // an example, and its default. Settings without a default are listed empty
-// (null), except the required ones, which every settings.yaml sets itself.
+// (null), except the required ones, which every settings.yaml sets itself, and
+// those whose default follows jobKind, which the chart sets
+// (kindDefaultsTemplate).
 func valuesFile(s *schema.Schema) []byte {
 	var b bytes.Buffer
 	b.WriteString("# Default settings of the chart, one per key of schema/settings.schema.json.\n")
@@ -43,6 +47,10 @@ func valuesFile(s *schema.Schema) []byte {
 			}
 		}
 		switch {
+		case p.Schema.KindDefaults != nil:
+			// Left out, for the chart to tell a key left unset (its default
+			// follows jobKind) from one set to null (torchwrap.kindDefaults).
+			writeComment(&b, "Unset, it follows jobKind: "+schema.Key{Default: p.Schema.Default, KindDefaults: p.Schema.KindDefaults}.DefaultText()+".")
 		case p.Schema.Default != nil:
 			b.WriteString(schema.YAMLAt(p.Name, p.Schema.Default))
 		case !required:
@@ -67,4 +75,27 @@ func writeComment(b *bytes.Buffer, text string) {
 	for _, line := range schema.Wrap(text, 98) {
 		b.WriteString("# " + line + "\n")
 	}
+}
+
+// kindDefaultsTemplate writes the chart's torchwrap.kindDefaults: for each
+// setting whose default follows jobKind, its default ("") and those of the
+// kinds that differ, as JSON, which torchwrap.manifest applies to a setting
+// the user left unset.
+func kindDefaultsTemplate(s *schema.Schema) ([]byte, error) {
+	defaults := map[string]map[string]json.RawMessage{}
+	for _, p := range s.Properties {
+		if p.Schema.KindDefaults != nil {
+			defaults[p.Name] = maps.Clone(p.Schema.KindDefaults)
+			defaults[p.Name][""] = p.Schema.Default
+		}
+	}
+	data, err := json.Marshal(defaults)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("{{- /*\nGenerated from schema/settings.schema.json (x-kind-defaults) by make generate:\nedit the schema, not this file.\n\n")
+	b.WriteString("torchwrap.kindDefaults: the settings whose default follows jobKind, each\nwith its default (\"\") and the kinds' own. values.yaml leaves them out, so that\na setting left unset can be told from one set to null.\n*/ -}}\n")
+	fmt.Fprintf(&b, "{{- define \"torchwrap.kindDefaults\" -}}\n%s\n{{- end -}}\n", data)
+	return b.Bytes(), nil
 }

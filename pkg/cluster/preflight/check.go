@@ -241,7 +241,7 @@ func (k *checker) references(ctx context.Context) []reference {
 	v, ns := k.values, k.namespace
 	var refs []reference
 	add := func(r reference) { refs = append(refs, r) }
-	if name := text(v, "priority"); name != "" {
+	if name := priorityClass(k.job); name != "" {
 		add(reference{path: diag.Path{"priority"}, kind: "PriorityClass", gvr: priorityClasses, name: name,
 			fix: "or set priority: null to leave priorityClassName out", skip: func(n string) bool { return strings.HasPrefix(n, "system-") }})
 	}
@@ -476,6 +476,17 @@ func (k *checker) unmanaged(obj *unstructured.Unstructured) {
 	default:
 		k.add(diag.Error, diag.Path{"wrapper"}, "%sset wrapper: AppWrapper, or ask an administrator to turn the integration on", msg)
 	}
+}
+
+// priorityClass is the PriorityClass the job's pods name: the priority
+// setting, or its default for the kind.
+func priorityClass(job *cluster.Job) string {
+	for _, set := range job.PodSets {
+		if set.Pod.PriorityClassName != "" {
+			return set.Pod.PriorityClassName
+		}
+	}
+	return ""
 }
 
 func text(v map[string]any, key string) string {
