@@ -1,24 +1,42 @@
 package schema_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/torchwrap/generator/pkg/cli"
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // requireServer names the environment variable that makes a missing
-// yaml-language-server a failure of TestEditorSchemaInALanguageServer rather
-// than a skip: make test sets it, after installing the server.
+// yaml-language-server a failure of the tests that run it rather than a skip:
+// make test sets it, after installing the server.
 const requireServer = "GENERATOR_REQUIRE_YAML_LANGUAGE_SERVER"
+
+// languageServer is the yaml-language-server that
+// testdata/editor/package-lock.json pins, installed by make test (npm ci).
+// Without it the test is skipped, unless requireServer is set.
+func languageServer(t *testing.T) string {
+	t.Helper()
+	server := cases.Path(t, "testdata", "editor", "node_modules", ".bin", "yaml-language-server")
+	if _, err := os.Stat(server); err != nil {
+		if os.Getenv(requireServer) != "" {
+			t.Fatalf("yaml-language-server is not installed (%v), and %s is set; make test installs it (npm ci in testdata/editor)", err, requireServer)
+		}
+		t.Skip("yaml-language-server is not installed in testdata/editor: make test installs it (npm ci) and runs this test")
+	}
+	return server
+}
 
 // unseenByEditors are the invalid cases in which an editor checking the
 // editor schema underlines nothing on the line of the generator's first
@@ -31,6 +49,8 @@ var unseenByEditors = map[string]string{
 	"control-character-escaped":     "text a manifest cannot carry is refused by pkg/validate and the chart, not by the schema",
 	"two-documents":                 "the loader allows one document, and the editor checks each document on its own",
 	"dsj-mount-over-ssh":            "a chart check: mount paths against the ones the DeepSpeed launcher needs",
+	"customlabels-duplicate-key":    "a chart check: keys unique across list items",
+	"customlabels-set-by-settings":  "a chart check: keys against the labels other settings set",
 	"elastic-maxpods-below-numpods": "a chart check: compares two values",
 	"elastic-minpods-above-numpods": "a chart check: compares two values",
 	"exitcodes-in-both":             "a chart check: compares two lists",
@@ -71,18 +91,8 @@ var underlinedElsewhere = map[string]struct {
 // generator renders (the golden cases, the examples, the starters), and in
 // each invalid case it underlines the line of the generator's first problem,
 // unless the case is in unseenByEditors or underlinedElsewhere.
-//
-// The server is the one testdata/editor/package-lock.json pins, installed by
-// make test (npm ci). Without it the test is skipped, unless the environment
-// variable GENERATOR_REQUIRE_YAML_LANGUAGE_SERVER is set, as make test does.
 func TestEditorSchemaInALanguageServer(t *testing.T) {
-	server := cases.Path(t, "testdata", "editor", "node_modules", ".bin", "yaml-language-server")
-	if _, err := os.Stat(server); err != nil {
-		if os.Getenv(requireServer) != "" {
-			t.Fatalf("yaml-language-server is not installed (%v), and %s is set; make test installs it (npm ci in testdata/editor)", err, requireServer)
-		}
-		t.Skip("yaml-language-server is not installed in testdata/editor: make test installs it (npm ci) and runs this test")
-	}
+	server := languageServer(t)
 	editorSchema := fileURI(cases.Path(t, "schema", "editor.schema.json"))
 	start := time.Now()
 	lsp := startLSP(t, cases.Path(t), map[string]any{
@@ -177,4 +187,37 @@ func firstLine(t *testing.T, expected string) int {
 // fileURI is the file: URI of an absolute path.
 func fileURI(path string) string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
+}
+
+// What generator init writes works in an editor at once, offline: the
+// modeline names the schema init wrote beside the settings file, and the
+// language server, given no schema and no network of its own, checks the file
+// against it (a misspelt key is underlined).
+func TestInitModelineWorksOffline(t *testing.T) {
+	server := languageServer(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "settings.yaml")
+	var out, errOut bytes.Buffer
+	require.Equal(t, cli.ExitOK, cli.Run([]string{"init", file}, cli.Streams{Out: &out, Err: &errOut}), errOut.String())
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	text := string(data) + "numGpusPerPd: 8\n"
+	lsp := startLSP(t, dir, map[string]any{
+		"yaml": map[string]any{
+			"validate":           true,
+			"schemaStore":        map[string]any{"enable": false},
+			"kubernetesCRDStore": map[string]any{"enable": false},
+		},
+	}, server, "--stdio")
+	lsp.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
+		"uri": fileURI(file), "languageId": "yaml", "version": 1, "text": text,
+	}})
+	diagnostics := lsp.waitForDiagnostics(t, []string{file})[fileURI(file)]
+
+	var schemas []struct{ URI string }
+	require.NoError(t, json.Unmarshal(lsp.call("yaml/get/jsonSchema", fileURI(file)), &schemas))
+	require.Len(t, schemas, 1)
+	require.Equal(t, fileURI(filepath.Join(dir, "generator-0.1.0.schema.json")), schemas[0].URI)
+	require.Len(t, diagnostics, 1, "%+v", diagnostics)
+	require.Equal(t, strings.Count(text, "\n")-1, diagnostics[0].Range.Start.Line, "%+v", diagnostics)
 }

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -24,15 +26,41 @@ func kinds(s *schema.Schema) []string {
 	return names
 }
 
-// schemaURL is where the editor schema of this chart version is published
-// (what generator schema prints): the file in the repository at the release's
-// tag.
+// schemaURL is where the editor schema of this chart version is to be
+// published (what generator schema prints): the file in the repository at the
+// release's tag. init --schema online names it.
 func schemaURL() (string, error) {
 	m, err := chartfiles.Metadata()
 	if err != nil {
 		return "", err
 	}
 	return "https://raw.githubusercontent.com/torchwrap/generator/v" + m.Version + "/schema/editor.schema.json", nil
+}
+
+// localSchema is the name of the editor schema that init writes beside a
+// settings file, which its modeline names: one per version, so that files
+// written by different versions keep their own.
+func localSchema() (string, error) {
+	m, err := chartfiles.Metadata()
+	if err != nil {
+		return "", err
+	}
+	return "generator-" + m.Version + ".schema.json", nil
+}
+
+// writeSchemaBeside writes the editor schema at path, unless the same schema is
+// there already; a different file of that name is left alone and refused.
+func writeSchemaBeside(path string) error {
+	old, err := os.ReadFile(path)
+	switch {
+	case err == nil && bytes.Equal(old, schema.EditorJSON):
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s exists already and is not this version's schema, and init does not overwrite files; remove it, or name it with --schema %s to keep it", path, filepath.Base(path))
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cannot read %s: %w", path, ioCause(err))
+	}
+	return createFile(path, schema.EditorJSON)
 }
 
 func newInit(s Streams) *cobra.Command {
@@ -44,15 +72,17 @@ func newInit(s Streams) *cobra.Command {
 output) for a job of the given kind: the keys a first job needs, set, and common
 optional ones as commented examples, each with its description. It validates as
 is. Its first line is a yaml-language-server modeline that points editors (VS
-Code with the YAML extension, Neovim, Helix, ...) at the schema of settings files
-that generator schema prints, published with this version, so that they complete
-and check the keys as you type; --schema names another copy, such as a local one.
+Code with the YAML extension, Neovim, Helix, ...) at the schema of settings files,
+so that they complete and check the keys as you type, offline: init writes that
+schema (what generator schema prints) beside FILE, as generator-VERSION.schema.json,
+unless the same file is there already. --schema names another schema instead and
+writes none: a path or URL, or online for the copy published with this version.
 
 Init creates the folder of FILE if need be, and never overwrites a file: choose
 another name, or remove the old file first.`,
 		Example: `  generator init
   generator init --kind PyTorchTrainingJob training/settings.yaml
-  generator schema > settings.schema.json && generator init --schema settings.schema.json`,
+  generator init --schema online`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: run(func(_ *cobra.Command, args []string) error {
 			sch, err := schema.Model()
@@ -69,11 +99,6 @@ another name, or remove the old file first.`,
 				}
 				return settings.UsageError{Err: fmt.Errorf("--kind %s is not a job kind; use one of %s", kind, strings.Join(all, ", "))}
 			}
-			if schemaRef == "" {
-				if schemaRef, err = schemaURL(); err != nil {
-					return err
-				}
-			}
 			file := "settings.yaml"
 			if len(args) > 0 {
 				file = args[0]
@@ -82,23 +107,51 @@ another name, or remove the old file first.`,
 			if file == "-" {
 				name = "settings.yaml"
 			}
+			beside := schemaRef == ""
+			switch {
+			case beside:
+				schemaRef, err = localSchema()
+			case schemaRef == "online":
+				schemaRef, err = schemaURL()
+			}
+			if err != nil {
+				return err
+			}
 			text, err := starter(sch, kind, schemaRef, name)
 			if err != nil {
 				return err
 			}
 			if file == "-" {
-				_, err = s.Out.Write(text)
+				if _, err := s.Out.Write(text); err != nil || !beside {
+					return err
+				}
+				_, err = fmt.Fprintf(s.Err, "its modeline names %s: write it beside the file with generator schema > %s\n", schemaRef, schemaRef)
 				return err
 			}
-			if err := withFolder(file, func() error { return createFile(file, text) }); err != nil {
+			schemaFile := filepath.Join(filepath.Dir(file), schemaRef)
+			err = withFolder(file, func() error {
+				if err := createFile(file, text); err != nil || !beside {
+					return err
+				}
+				if err := writeSchemaBeside(schemaFile); err != nil {
+					os.Remove(file)
+					return err
+				}
+				return nil
+			})
+			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(s.Err, "wrote %s, a %s; render it with: generator render -f %s\n", file, kind, file)
+			if beside {
+				_, err = fmt.Fprintf(s.Err, "wrote %s, a %s, and beside it %s, the schema its first line names for editors; render it with: generator render -f %s\n", file, kind, schemaRef, file)
+			} else {
+				_, err = fmt.Fprintf(s.Err, "wrote %s, a %s; render it with: generator render -f %s\n", file, kind, file)
+			}
 			return err
 		}),
 	}
 	cmd.Flags().StringVar(&kind, "kind", "PyTorchJob", "job kind: PyTorchJob, PyTorchTrainingJob or DeepSpeedJob")
-	cmd.Flags().StringVar(&schemaRef, "schema", "", "URL or path of the schema for the modeline, such as a file generator schema wrote (default: the schema of this version, online)")
+	cmd.Flags().StringVar(&schemaRef, "schema", "", "path or URL of the schema the modeline names, or online for this version's published copy; none is written (default: the schema, written beside FILE)")
 	cmd.RegisterFlagCompletionFunc("kind", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		sch, err := schema.Model()
 		if err != nil {

@@ -14,9 +14,9 @@ import (
 )
 
 // init writes, for each kind, a starter that renders as is, without a single
-// warning; testdata/init holds them for review (and for the fidelity checks
-// and make e2e, which treat them as examples). A TrainJob's is rendered bare:
-// AppWrapper cannot wrap it.
+// warning, and beside it the editor schema its modeline names; testdata/init
+// holds them for review (and for the fidelity checks and make e2e, which treat
+// them as examples). A TrainJob's is rendered bare: AppWrapper cannot wrap it.
 func TestInitWritesAStarterThatRenders(t *testing.T) {
 	for kind, object := range map[string]string{"PyTorchJob": "AppWrapper", "JobSet": "AppWrapper", "TrainJob": "TrainJob", "PyTorchTrainingJob": "AppWrapper", "DeepSpeedJob": "AppWrapper"} {
 		t.Run(kind, func(t *testing.T) {
@@ -24,9 +24,10 @@ func TestInitWritesAStarterThatRenders(t *testing.T) {
 			out, errOut, code := generator(t, nil, "init", "--kind", kind, file)
 			require.Equal(t, cli.ExitOK, code, errOut)
 			require.Empty(t, out)
-			require.Equal(t, "wrote "+file+", a "+kind+"; render it with: generator render -f "+file+"\n", errOut)
+			require.Equal(t, "wrote "+file+", a "+kind+", and beside it generator-0.1.0.schema.json, the schema its first line names for editors; render it with: generator render -f "+file+"\n", errOut)
 			starter := readFile(t, file)
-			require.True(t, strings.HasPrefix(starter, "# yaml-language-server: $schema=https://raw.githubusercontent.com/torchwrap/generator/v0.1.0/schema/editor.schema.json\n"), starter)
+			require.True(t, strings.HasPrefix(starter, "# yaml-language-server: $schema=generator-0.1.0.schema.json\n"), starter)
+			require.Equal(t, string(schema.EditorJSON), readFile(t, filepath.Join(filepath.Dir(file), "generator-0.1.0.schema.json")))
 			require.Contains(t, starter, "\njobKind: "+kind+"\n")
 
 			manifest := render(t, "-f", file, "--strict")
@@ -34,17 +35,17 @@ func TestInitWritesAStarterThatRenders(t *testing.T) {
 
 			stdout, errOut, code := generator(t, nil, "init", "--kind", kind, "-")
 			require.Equal(t, cli.ExitOK, code, errOut)
-			require.Empty(t, errOut)
+			require.Equal(t, "its modeline names generator-0.1.0.schema.json: write it beside the file with generator schema > generator-0.1.0.schema.json\n", errOut)
 			require.Equal(t, strings.ReplaceAll(starter, file, "settings.yaml"), stdout)
 			cases.Check(t, cases.Path(t, "testdata", "init", kind+".settings.yaml"), []byte(stdout))
 		})
 	}
 }
 
-// The starters' modeline names the editor schema where a release publishes
-// it: GitHub's raw file of the repository that go.mod names, at the tag of the
-// chart's version, at the file's path in the repository; and the file there
-// is what generator schema prints.
+// With --schema online, the starters' modeline names the editor schema where
+// a release publishes it: GitHub's raw file of the repository that go.mod
+// names, at the tag of the chart's version, at the file's path in the
+// repository; and the file there is what generator schema prints.
 func TestInitModelineNamesThePublishedEditorSchema(t *testing.T) {
 	repo, ok := strings.CutPrefix(modulePath(t), "github.com/")
 	require.True(t, ok, "the module is not on GitHub")
@@ -52,8 +53,9 @@ func TestInitModelineNamesThePublishedEditorSchema(t *testing.T) {
 	want := "# yaml-language-server: $schema=https://raw.githubusercontent.com/" + repo + "/v" + chartVersion(t) + "/" + file
 	require.Equal(t, string(schema.EditorJSON), readFile(t, cases.Path(t, filepath.FromSlash(file))))
 	for _, kind := range []string{"PyTorchJob", "JobSet", "TrainJob", "PyTorchTrainingJob", "DeepSpeedJob"} {
-		out, errOut, code := generator(t, nil, "init", "--kind", kind, "-")
+		out, errOut, code := generator(t, nil, "init", "--kind", kind, "--schema", "online", "-")
 		require.Equal(t, cli.ExitOK, code, errOut)
+		require.Empty(t, errOut)
 		modeline, _, _ := strings.Cut(out, "\n")
 		require.Equal(t, want, modeline)
 	}
@@ -78,6 +80,31 @@ func TestInitNeverOverwrites(t *testing.T) {
 	require.Empty(t, out)
 	require.Equal(t, "Error: "+file+" exists already, and init does not overwrite files; name another file, or remove it first\n", errOut)
 	require.Equal(t, "precious\n", readFile(t, file))
+}
+
+// A second settings file in a folder shares the schema init wrote there; a
+// different file of that name is left as it is, and so init writes nothing.
+func TestInitKeepsTheSchemaBeside(t *testing.T) {
+	dir := t.TempDir()
+	_, errOut, code := generator(t, nil, "init", filepath.Join(dir, "a.yaml"))
+	require.Equal(t, cli.ExitOK, code, errOut)
+	_, errOut, code = generator(t, nil, "init", filepath.Join(dir, "b.yaml"))
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, string(schema.EditorJSON), readFile(t, filepath.Join(dir, "generator-0.1.0.schema.json")))
+
+	dir = t.TempDir()
+	own := filepath.Join(dir, "generator-0.1.0.schema.json")
+	require.NoError(t, os.WriteFile(own, []byte("{}\n"), 0o666))
+	out, errOut, code := generator(t, nil, "init", filepath.Join(dir, "settings.yaml"))
+	require.Equal(t, cli.ExitInvalid, code)
+	require.Empty(t, out)
+	require.Equal(t, "Error: "+own+" exists already and is not this version's schema, and init does not overwrite files; remove it, or name it with --schema generator-0.1.0.schema.json to keep it\n", errOut)
+	require.Equal(t, "{}\n", readFile(t, own))
+	require.NoFileExists(t, filepath.Join(dir, "settings.yaml"))
+
+	_, errOut, code = generator(t, nil, "init", "--schema", "https://example.com/s.json", filepath.Join(dir, "c.yaml"))
+	require.Equal(t, cli.ExitOK, code, errOut)
+	require.Equal(t, "{}\n", readFile(t, own))
 }
 
 // Without FILE, init writes settings.yaml in the current folder.
