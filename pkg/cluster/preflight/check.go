@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -76,7 +77,27 @@ func Check(ctx context.Context, c *cluster.Client, job *cluster.Job, values map[
 		wg.Go(func() { k.exists(ctx, r) })
 	}
 	wg.Wait()
+	if k.refusal != nil && !k.explains(k.refusal) {
+		k.add(diag.Error, nil, "the API server refuses the %s (a dry-run create): %s", job.Object.GetKind(), cluster.Message(k.refusal))
+	}
 	return k.findings, nil
+}
+
+// explains tells whether a finding already says why the API server refused
+// the dry run: a webhook that found no object of a name that a finding, at
+// its setting's line, reports missing (Trainer's, for a TrainJob whose
+// ClusterTrainingRuntime does not exist). One mistake is then said once.
+func (k *checker) explains(refusal error) bool {
+	if !cluster.IsWebhookDenial(refusal) {
+		return false
+	}
+	message := cluster.Message(refusal)
+	for _, name := range k.absent {
+		if strings.Contains(message, strconv.Quote(name)+" not found") {
+			return true
+		}
+	}
+	return false
 }
 
 // Answers tells whether the findings of Check make a render's warning moot:
@@ -104,6 +125,11 @@ type checker struct {
 	mu       sync.Mutex
 	findings diag.List
 	cache    map[string]*fetched
+	// refusal is the API server's refusal of the dry-run create, reported
+	// unless a finding explains it; absent are the names of the objects
+	// found missing.
+	refusal error
+	absent  []string
 }
 
 func (k *checker) add(severity diag.Severity, path diag.Path, format string, args ...any) {
@@ -380,6 +406,9 @@ func (k *checker) missing(ctx context.Context, path diag.Path, r reference) {
 		msg += "; " + r.fix
 	}
 	k.add(diag.Error, path, "%s", msg)
+	k.mu.Lock()
+	k.absent = append(k.absent, r.name)
+	k.mu.Unlock()
 }
 
 // dataKeys are the keys of a Secret or ConfigMap; never their values.
@@ -425,7 +454,9 @@ func (k *checker) create(ctx context.Context, gvr schema.GroupVersionResource) {
 	case err != nil && k.client.Unreached(err) != nil:
 		k.add(diag.Unchecked, nil, "a dry-run create of the %s: %v", kind, err)
 	case err != nil:
-		k.add(diag.Error, nil, "the API server refuses the %s (a dry-run create): %s", kind, cluster.Message(err))
+		k.mu.Lock()
+		k.refusal = err
+		k.mu.Unlock()
 	case obj.GetLabels()[cluster.QueueLabel] != "" && !cluster.JobSuspended(created):
 		k.unmanaged(created)
 	}

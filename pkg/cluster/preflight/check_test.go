@@ -303,19 +303,37 @@ func TestCheckAJobSetAgainstTheQuota(t *testing.T) {
 }
 
 func TestCheckATrainJob(t *testing.T) {
-	trainJob := helloworld + "jobKind: TrainJob\nwrapper: none\npriority: null\n"
-	runtime := `
+	trainJob := helloworld + "jobKind: TrainJob\n"
+	clusterRuntime := `
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: ClusterTrainingRuntime
 metadata: {name: torch-distributed}
 `
-	require.Empty(t, check(t, clustertest.Fake{Objects: runtime}, trainJob))
+	require.Empty(t, check(t, clustertest.Fake{Objects: clusterRuntime}, trainJob))
 	require.Equal(t, []string{
 		`settings.yaml:1:1: trainingRuntime: no ClusterTrainingRuntime "torch-distributed" on this cluster (there are none); create it first, or name one that exists`,
 	}, check(t, clustertest.Fake{}, trainJob))
+	// Trainer's webhook refuses a TrainJob whose runtime does not exist, as
+	// Trainer v2.3 words it: the finding at trainingRuntime says it once.
+	// Its refusal of something else is reported as it comes.
+	trainer := func(message string) func(*dynamicfake.FakeDynamicClient) {
+		return func(dyn *dynamicfake.FakeDynamicClient) {
+			dyn.PrependReactor("create", "trainjobs", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "trainer.kubeflow.org", Resource: "trainjobs"}, "hello",
+					errors.New(`admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: `+message))
+			})
+		}
+	}
+	require.Equal(t, []string{
+		`settings.yaml:7:18: trainingRuntime: no ClusterTrainingRuntime "torch-distrib" on this cluster (those here: torch-distributed); did you mean "torch-distributed"? Otherwise create it first`,
+	}, check(t, clustertest.Fake{Objects: clusterRuntime, React: trainer(`spec.RuntimeRef: Invalid value: {"name":"torch-distrib"}: clustertrainingruntime.trainer.kubeflow.org "torch-distrib" not found: specified clusterTrainingRuntime must be created before the TrainJob is created`)},
+		trainJob+"trainingRuntime: torch-distrib\n"))
+	require.Equal(t, []string{
+		`settings.yaml:1:1: the API server refuses the TrainJob (a dry-run create): trainjobs.trainer.kubeflow.org "hello" is forbidden: admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: spec.trainer.numNodes: Invalid value: 2: must be 1`,
+	}, check(t, clustertest.Fake{Objects: clusterRuntime, React: trainer(`spec.trainer.numNodes: Invalid value: 2: must be 1`)}, trainJob))
 	require.Equal(t, []string{
 		`settings.yaml:4:16: numGpusPerPod: the job requests 64 nvidia.com/gpu in all (8 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
-	}, check(t, clustertest.Fake{Objects: runtime}, strings.Replace(trainJob, "numPods: 2", "numPods: 8", 1)))
+	}, check(t, clustertest.Fake{Objects: clusterRuntime}, strings.Replace(trainJob, "numPods: 2", "numPods: 8", 1)))
 }
 
 func TestCheckTopology(t *testing.T) {
