@@ -88,25 +88,29 @@ func Check(values map[string]any) []diag.Diagnostic {
 		warn(diag.Path{"runPolicy", "cleanUpPolicy"}, fmt.Sprintf("%s makes T9k delete pods that the AppWrapper counts to judge the job's health, and it may take a finished job for a failed one; None keeps them", policy["cleanUpPolicy"]))
 	}
 	program, _ := values["mainProgram"].(string)
-	if reason := withoutShell(values); reason != "" {
-		if vars, fixed := unexpanded(program, true); len(vars) > 0 {
+	if values["jobKind"] == "DeepSpeedJob" {
+		// The launch is data of the DeepSpeedJob, outside every container:
+		// Kubernetes expands no variable there, not even $(VAR).
+		if vars, _ := unexpanded(program, true, anyVariable); len(vars) > 0 {
+			warn(diag.Path{"mainProgram"}, notExpanded(vars, "a DeepSpeedJob's mainProgram is its config.run", "read the variable in your program (os.environ in Python), or write its value"))
+		}
+		args, _ := at(values, diag.Path{"deepspeed", "otherArgs"}).([]any)
+		for i, arg := range args {
+			text, _ := arg.(string)
+			if vars, _ := unexpanded(text, false, anyVariable); len(vars) > 0 {
+				warn(diag.Path{"deepspeed", "otherArgs", strconv.Itoa(i)}, notExpanded(vars, "deepspeed.otherArgs are the DeepSpeedJob's config.otherArgs", "write its value"))
+			}
+		}
+	} else if reason := withoutShell(values); reason != "" {
+		if vars, fixed := unexpanded(program, true, shellVariable); len(vars) > 0 {
 			warn(diag.Path{"mainProgram"}, kubernetesVariables(vars, reason, "mainProgram: "+fixed))
 		}
 	}
-	lists := []struct {
-		path   diag.Path
-		reason string
-	}{
-		{diag.Path{"torchrun", "extraOptions"}, "torchrun options are passed without a shell"},
-		{diag.Path{"deepspeed", "otherArgs"}, "the deepspeed launcher's arguments are passed without a shell"},
-	}
-	for _, list := range lists {
-		items, _ := at(values, list.path).([]any)
-		for i, item := range items {
-			text, _ := item.(string)
-			if vars, fixed := unexpanded(text, false); len(vars) > 0 {
-				warn(append(list.path[:len(list.path):len(list.path)], strconv.Itoa(i)), kubernetesVariables(vars, list.reason, fixed))
-			}
+	options, _ := at(values, diag.Path{"torchrun", "extraOptions"}).([]any)
+	for i, option := range options {
+		text, _ := option.(string)
+		if vars, fixed := unexpanded(text, false, shellVariable); len(vars) > 0 {
+			warn(diag.Path{"torchrun", "extraOptions", strconv.Itoa(i)}, kubernetesVariables(vars, "torchrun options are passed without a shell", fixed))
 		}
 	}
 	if first := firstWord(values["mainProgram"]); first != "" && !(values["jobKind"] == "DeepSpeedJob" && launch(values) == "exec") {
@@ -120,29 +124,31 @@ func Check(values map[string]any) []diag.Diagnostic {
 	return found
 }
 
-// withoutShell says why mainProgram runs without a shell, as a list of words:
-// in a DeepSpeedJob, and in a PyTorchTrainingJob in T9k's torchrun mode
-// (without setupCommands), as the chart's torchwrap.wordsOfMainProgram
-// decides; "" when a shell runs it.
+// withoutShell says why mainProgram runs without a shell, as the container's
+// arguments: in a PyTorchTrainingJob in T9k's torchrun mode (without
+// setupCommands), as the chart's torchwrap.wordsOfMainProgram decides; "" when
+// a shell runs it (a DeepSpeedJob's is no container's: see Check).
 func withoutShell(values map[string]any) string {
 	setup, _ := values["setupCommands"].([]any)
-	switch {
-	case values["jobKind"] == "DeepSpeedJob":
-		return "the deepspeed launcher runs mainProgram without a shell"
-	case values["jobKind"] == "PyTorchTrainingJob" && len(setup) == 0:
+	if values["jobKind"] == "PyTorchTrainingJob" && len(setup) == 0 {
 		return "T9k's torchrun runs mainProgram without a shell"
 	}
 	return ""
 }
 
 // shellVariable is what a shell expands and Kubernetes does not, at the start
-// of the text: $NAME and ${NAME}.
-var shellVariable = regexp.MustCompile(`^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})`)
+// of the text: $NAME and ${NAME}. anyVariable is those and Kubernetes'
+// $(NAME) too.
+var (
+	shellVariable = regexp.MustCompile(`^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})`)
+	anyVariable   = regexp.MustCompile(`^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\}|\(([A-Za-z_][A-Za-z0-9_]*)\))`)
+)
 
-// unexpanded finds the $NAME and ${NAME} of text, each once, and gives text
-// with each written as Kubernetes' $(NAME). With shell, text is read as a
-// shell reads it: $ is literal between single quotes and after a backslash.
-func unexpanded(text string, shell bool) (vars []string, fixed string) {
+// unexpanded finds the variables of text that pattern matches, each once, and
+// gives text with each written as Kubernetes' $(NAME). With shell, text is
+// read as a shell reads it: $ is literal between single quotes and after a
+// backslash.
+func unexpanded(text string, shell bool, pattern *regexp.Regexp) (vars []string, fixed string) {
 	var b strings.Builder
 	single, double := false, false
 	for i := 0; i < len(text); i++ {
@@ -159,11 +165,11 @@ func unexpanded(text string, shell bool) (vars []string, fixed string) {
 		case shell && c == '"':
 			double = !double
 		case c == '$':
-			if m := shellVariable.FindStringSubmatch(text[i:]); m != nil {
+			if m := pattern.FindStringSubmatch(text[i:]); m != nil {
 				if !slices.Contains(vars, m[0]) {
 					vars = append(vars, m[0])
 				}
-				b.WriteString("$(" + m[1] + m[2] + ")")
+				b.WriteString("$(" + strings.Join(m[1:], "") + ")")
 				i += len(m[0]) - 1
 				continue
 			}
@@ -181,6 +187,13 @@ func kubernetesVariables(vars []string, reason, fixed string) string {
 		verb = "stay"
 	}
 	return fmt.Sprintf("%s %s as written: %s; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): %s", schema.AndList(vars), verb, reason, fixed)
+}
+
+// notExpanded says that vars reach a DeepSpeedJob's launch as written: what
+// holds them is data of the DeepSpeedJob, which T9k's controller and the
+// deepspeed launcher read, and no container's command or args.
+func notExpanded(vars []string, what, fix string) string {
+	return fmt.Sprintf("Kubernetes does not expand %s: %s, which the deepspeed launcher reads, and Kubernetes expands $(VAR) only in a container's command, args and env; %s", schema.AndList(vars), what, fix)
 }
 
 // at returns the value at path in values, or nil.

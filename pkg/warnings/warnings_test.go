@@ -134,9 +134,6 @@ func TestShellVariablesWithoutAShell(t *testing.T) {
 	require.Equal(t, map[string]string{
 		"mainProgram": "$OUT_DIR, ${LR} and $SEED stay as written: T9k's torchrun runs mainProgram without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): mainProgram: train.py --out $(OUT_DIR)/run --lr=$(LR) --seed $(SEED)",
 	}, check(map[string]any{"jobKind": "PyTorchTrainingJob", "mainProgram": program}))
-	require.Equal(t, map[string]string{
-		"mainProgram": "$OUT_DIR, ${LR} and $SEED stay as written: the deepspeed launcher runs mainProgram without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): mainProgram: train.py --out $(OUT_DIR)/run --lr=$(LR) --seed $(SEED)",
-	}, check(map[string]any{"jobKind": "DeepSpeedJob", "mainProgram": program}))
 
 	// A shell runs it: in a PyTorchJob, and in a PyTorchTrainingJob with setupCommands.
 	require.Empty(t, check(map[string]any{"jobKind": "PyTorchJob", "mainProgram": program}))
@@ -148,11 +145,28 @@ func TestShellVariablesWithoutAShell(t *testing.T) {
 		"mainProgram": `$HERE stays as written: T9k's torchrun runs mainProgram without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): mainProgram: train.py '$LITERAL' \$ESCAPED "$(HERE)" $(ALREADY) $1 ${X:-y} $$`,
 	}, check(map[string]any{"jobKind": "PyTorchTrainingJob", "mainProgram": `train.py '$LITERAL' \$ESCAPED "$HERE" $(ALREADY) $1 ${X:-y} $$`}))
 
-	// Options go to torchrun and to the deepspeed launcher as they are, in every kind.
+	// Options go to torchrun as they are, in every kind.
 	require.Equal(t, map[string]string{
 		"torchrun.extraOptions[1]": "$LOGS stays as written: torchrun options are passed without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): --log-dir=$(LOGS)",
 	}, check(map[string]any{"jobKind": "PyTorchJob", "torchrun": map[string]any{"extraOptions": []any{"--monitor-interval=5", "--log-dir=$LOGS"}}}))
+}
+
+// A DeepSpeedJob's launch (mainProgram as config.run, deepspeed.otherArgs) is
+// data of the DeepSpeedJob, in no container's command or args: Kubernetes
+// expands no variable there, $(VAR) included, and the warning says to read
+// the variable in the program instead.
+func TestVariablesInADeepSpeedJob(t *testing.T) {
+	check := func(values map[string]any) map[string]string {
+		messages := map[string]string{}
+		for _, d := range warnings.Check(values) {
+			messages[d.Path.String()] = d.Message
+		}
+		return messages
+	}
 	require.Equal(t, map[string]string{
-		"deepspeed.otherArgs[0]": "${PORT} stays as written: the deepspeed launcher's arguments are passed without a shell; Kubernetes expands $(VAR) when the container's environment sets VAR (environmentVariables, envFrom): --master_port=$(PORT)",
-	}, check(map[string]any{"jobKind": "DeepSpeedJob", "deepspeed": map[string]any{"otherArgs": []any{"--master_port=${PORT}"}}}))
+		"mainProgram":            "Kubernetes does not expand $OUT_DIR, ${LR} and $(SEED): a DeepSpeedJob's mainProgram is its config.run, which the deepspeed launcher reads, and Kubernetes expands $(VAR) only in a container's command, args and env; read the variable in your program (os.environ in Python), or write its value",
+		"deepspeed.otherArgs[1]": "Kubernetes does not expand $(PORT): deepspeed.otherArgs are the DeepSpeedJob's config.otherArgs, which the deepspeed launcher reads, and Kubernetes expands $(VAR) only in a container's command, args and env; write its value",
+	}, check(map[string]any{"jobKind": "DeepSpeedJob", "mainProgram": "train.py --out $OUT_DIR/run --lr=${LR} --seed $(SEED) '$(QUOTED)'",
+		"deepspeed": map[string]any{"otherArgs": []any{"--bind_cores_to_rank", "--master_port=$(PORT)"}}}))
+	require.Empty(t, check(map[string]any{"jobKind": "DeepSpeedJob", "mainProgram": "train.py --data /data"}))
 }
