@@ -29,23 +29,15 @@ func kinds(s *schema.Schema) []string {
 // schemaURL is where the editor schema of this chart version is to be
 // published (what generator schema prints): the file in the repository at the
 // release's tag. init --schema online names it.
-func schemaURL() (string, error) {
-	m, err := chartfiles.Metadata()
-	if err != nil {
-		return "", err
-	}
-	return "https://raw.githubusercontent.com/torchwrap/generator/v" + m.Version + "/schema/editor.schema.json", nil
+func schemaURL(version string) string {
+	return "https://raw.githubusercontent.com/torchwrap/generator/v" + version + "/schema/editor.schema.json"
 }
 
 // localSchema is the name of the editor schema that init writes beside a
 // settings file, which its modeline names: one per version, so that files
 // written by different versions keep their own.
-func localSchema() (string, error) {
-	m, err := chartfiles.Metadata()
-	if err != nil {
-		return "", err
-	}
-	return "generator-" + m.Version + ".schema.json", nil
+func localSchema(version string) string {
+	return "generator-" + version + ".schema.json"
 }
 
 // writeSchemaBeside writes the editor schema at path, unless the same schema is
@@ -107,15 +99,16 @@ another name, or remove the old file first.`,
 			if file == "-" {
 				name = "settings.yaml"
 			}
+			m, err := chartfiles.Metadata()
+			if err != nil {
+				return err
+			}
 			beside := schemaRef == ""
 			switch {
 			case beside:
-				schemaRef, err = localSchema()
+				schemaRef = localSchema(m.Version)
 			case schemaRef == "online":
-				schemaRef, err = schemaURL()
-			}
-			if err != nil {
-				return err
+				schemaRef = schemaURL(m.Version)
 			}
 			text, err := starter(sch, kind, schemaRef, name)
 			if err != nil {

@@ -140,9 +140,13 @@ func withoutShell(values map[string]any) string {
 // of the text: $NAME and ${NAME}. anyVariable is those and Kubernetes'
 // $(NAME) too.
 var (
-	shellVariable = regexp.MustCompile(`^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})`)
-	anyVariable   = regexp.MustCompile(`^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\}|\(([A-Za-z_][A-Za-z0-9_]*)\))`)
+	shellVariable = regexp.MustCompile(`^\$(?:(` + variableName + `)|\{(` + variableName + `)\})`)
+	anyVariable   = regexp.MustCompile(`^\$(?:(` + variableName + `)|\{(` + variableName + `)\}|\((` + variableName + `)\))`)
 )
+
+// variableName is the name of an environment variable in $NAME, ${NAME} and
+// $(NAME).
+const variableName = `[A-Za-z_][A-Za-z0-9_]*`
 
 // unexpanded finds the variables of text that pattern matches, each once, and
 // gives text with each written as Kubernetes' $(NAME). With shell, text is
