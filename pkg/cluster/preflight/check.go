@@ -6,8 +6,8 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -80,24 +80,53 @@ func Check(ctx context.Context, c *cluster.Client, job *cluster.Job, values map[
 	if k.refusal != nil && !k.explains(k.refusal) {
 		k.add(diag.Error, nil, "the API server refuses the %s (a dry-run create): %s", job.Object.GetKind(), cluster.Message(k.refusal))
 	}
+	// The questions ran at once, and their findings came in the order of
+	// their answers: put them in one order, for Locate to keep where two
+	// are at one place.
+	sort.SliceStable(k.findings, func(i, j int) bool {
+		a, b := k.findings[i], k.findings[j]
+		if a.Path.String() != b.Path.String() {
+			return a.Path.String() < b.Path.String()
+		}
+		return a.Message < b.Message
+	})
 	return k.findings, nil
 }
 
 // explains tells whether a finding already says why the API server refused
-// the dry run: a webhook that found no object of a name that a finding, at
-// its setting's line, reports missing (Trainer's, for a TrainJob whose
-// ClusterTrainingRuntime does not exist). One mistake is then said once.
+// the dry run: a webhook's refusal that names an object a finding reports
+// missing, at its setting's line. A TrainJob whose ClusterTrainingRuntime
+// does not exist is refused by two webhooks, Trainer's and Kueue's, in
+// words of their own; the API server asks both at once and reports the
+// first refusal that comes back. Either way, one mistake is said once.
 func (k *checker) explains(refusal error) bool {
 	if !cluster.IsWebhookDenial(refusal) {
 		return false
 	}
 	message := cluster.Message(refusal)
-	for _, name := range k.absent {
-		if strings.Contains(message, strconv.Quote(name)+" not found") {
+	for _, r := range k.absent {
+		if mentions(message, r.kind, r.name) {
 			return true
 		}
 	}
 	return false
+}
+
+// kindWords are the words of a kind's name: Cluster, Training, Runtime.
+var kindWords = regexp.MustCompile(`[A-Z]?[a-z]+`)
+
+// mentions tells whether a message is about an object of the kind and name:
+// it has the name in quotes (double, single or back quotes, as Go's %q and
+// %s in quotes write it), and the kind's last word, in any case: the kind
+// (ClusterTrainingRuntime), its resource (clustertrainingruntimes.trainer.kubeflow.org)
+// or the word alone (runtime).
+func mentions(message, kind, name string) bool {
+	quoted := false
+	for _, q := range []string{`"`, `'`, "`"} {
+		quoted = quoted || strings.Contains(message, q+name+q)
+	}
+	words := kindWords.FindAllString(kind, -1)
+	return quoted && len(words) > 0 && strings.Contains(strings.ToLower(message), strings.ToLower(words[len(words)-1]))
 }
 
 // Answers tells whether the findings of Check make a render's warning moot:
@@ -126,10 +155,9 @@ type checker struct {
 	findings diag.List
 	cache    map[string]*fetched
 	// refusal is the API server's refusal of the dry-run create, reported
-	// unless a finding explains it; absent are the names of the objects
-	// found missing.
+	// unless a finding explains it; absent are the objects found missing.
 	refusal error
-	absent  []string
+	absent  []reference
 }
 
 func (k *checker) add(severity diag.Severity, path diag.Path, format string, args ...any) {
@@ -407,7 +435,7 @@ func (k *checker) missing(ctx context.Context, path diag.Path, r reference) {
 	}
 	k.add(diag.Error, path, "%s", msg)
 	k.mu.Lock()
-	k.absent = append(k.absent, r.name)
+	k.absent = append(k.absent, r)
 	k.mu.Unlock()
 }
 

@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -313,24 +315,38 @@ metadata: {name: torch-distributed}
 	require.Equal(t, []string{
 		`settings.yaml:1:1: trainingRuntime: no ClusterTrainingRuntime "torch-distributed" on this cluster (there are none); create it first, or name one that exists`,
 	}, check(t, clustertest.Fake{}, trainJob))
-	// Trainer's webhook refuses a TrainJob whose runtime does not exist, as
-	// Trainer v2.3 words it: the finding at trainingRuntime says it once.
-	// Its refusal of something else is reported as it comes.
-	trainer := func(message string) func(*dynamicfake.FakeDynamicClient) {
+	// Two webhooks refuse a TrainJob whose runtime does not exist, Trainer's
+	// and Kueue's, each in words of its own; the API server asks both at
+	// once and reports the refusal that comes back first. Either way, the
+	// finding at trainingRuntime says it once. A refusal of something else
+	// is reported as it comes.
+	refused := func(webhook, message string) func(*dynamicfake.FakeDynamicClient) {
 		return func(dyn *dynamicfake.FakeDynamicClient) {
 			dyn.PrependReactor("create", "trainjobs", func(clienttesting.Action) (bool, runtime.Object, error) {
-				return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "trainer.kubeflow.org", Resource: "trainjobs"}, "hello",
-					errors.New(`admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: `+message))
+				return true, nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+					Message: fmt.Sprintf("admission webhook %q denied the request: %s", webhook, message)}}
 			})
 		}
 	}
+	// As the simulated cluster's webhooks refuse it (Trainer v2.3.0, Kueue
+	// v0.17.1), each alone.
+	for webhook, message := range map[string]string{
+		"validator.trainjob.trainer.kubeflow.org": `spec.RuntimeRef: Invalid value: {"name":"torch-distrib","apiGroup":"trainer.kubeflow.org","kind":"ClusterTrainingRuntime"}: ClusterTrainingRuntime.trainer.kubeflow.org "torch-distrib" not found: specified clusterTrainingRuntime must be created before the TrainJob is created`,
+		"vtrainjob.kb.io":                         `runtime 'torch-distrib' not found`,
+	} {
+		require.Equal(t, []string{
+			`settings.yaml:7:18: trainingRuntime: no ClusterTrainingRuntime "torch-distrib" on this cluster (those here: torch-distributed); did you mean "torch-distributed"? Otherwise create it first`,
+		}, check(t, clustertest.Fake{Objects: clusterRuntime, React: refused(webhook, message)}, trainJob+"trainingRuntime: torch-distrib\n"), webhook)
+	}
 	require.Equal(t, []string{
+		`settings.yaml:1:1: the API server refuses the TrainJob (a dry-run create): admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: spec.trainer.numNodes: Invalid value: 2: must be 1`,
+	}, check(t, clustertest.Fake{Objects: clusterRuntime, React: refused("validator.trainjob.trainer.kubeflow.org", `spec.trainer.numNodes: Invalid value: 2: must be 1`)}, trainJob))
+	// A refusal that names the runtime's name for another kind of object
+	// is not the runtime's.
+	require.Equal(t, []string{
+		`settings.yaml:1:1: the API server refuses the TrainJob (a dry-run create): admission webhook "vtrainjob.kb.io" denied the request: secret 'torch-distrib' not found`,
 		`settings.yaml:7:18: trainingRuntime: no ClusterTrainingRuntime "torch-distrib" on this cluster (those here: torch-distributed); did you mean "torch-distributed"? Otherwise create it first`,
-	}, check(t, clustertest.Fake{Objects: clusterRuntime, React: trainer(`spec.RuntimeRef: Invalid value: {"name":"torch-distrib"}: clustertrainingruntime.trainer.kubeflow.org "torch-distrib" not found: specified clusterTrainingRuntime must be created before the TrainJob is created`)},
-		trainJob+"trainingRuntime: torch-distrib\n"))
-	require.Equal(t, []string{
-		`settings.yaml:1:1: the API server refuses the TrainJob (a dry-run create): trainjobs.trainer.kubeflow.org "hello" is forbidden: admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: spec.trainer.numNodes: Invalid value: 2: must be 1`,
-	}, check(t, clustertest.Fake{Objects: clusterRuntime, React: trainer(`spec.trainer.numNodes: Invalid value: 2: must be 1`)}, trainJob))
+	}, check(t, clustertest.Fake{Objects: clusterRuntime, React: refused("vtrainjob.kb.io", `secret 'torch-distrib' not found`)}, trainJob+"trainingRuntime: torch-distrib\n"))
 	require.Equal(t, []string{
 		`settings.yaml:4:16: numGpusPerPod: the job requests 64 nvidia.com/gpu in all (8 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,
 	}, check(t, clustertest.Fake{Objects: clusterRuntime}, strings.Replace(trainJob, "numPods: 2", "numPods: 8", 1)))
