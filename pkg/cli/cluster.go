@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -74,16 +76,69 @@ func (j *jobFlags) register(cmd *cobra.Command, shorthand string) {
 	}
 	j.in.registerAs(cmd, shorthand)
 	j.kube.Register(cmd.Flags())
+	j.complete(cmd)
+}
+
+// complete registers the completion of a command that names a job: NAME,
+// and --role where it has it (a command registers its jobFlags after its
+// own flags).
+func (j *jobFlags) complete(cmd *cobra.Command) {
+	cmd.ValidArgsFunction = j.completeName
+	if cmd.Flag("role") != nil {
+		cmd.RegisterFlagCompletionFunc("role", j.completeRole)
+	}
+}
+
+// completionTimeout bounds the questions of a completion to the cluster:
+// the shell waits for the answer at each Tab, and none comes in time from
+// a cluster that does not answer.
+const completionTimeout = 3 * time.Second
+
+// quiet are the streams of a completion, which writes nothing but the
+// names: what the cluster warns of would be written into the shell's line.
+var quiet = Streams{Out: io.Discard, Err: io.Discard}
+
+// completeName completes NAME with the names of the jobs in the namespace
+// of -n, else the context's, as Client.Complete finds them; none when the
+// cluster does not answer.
+func (j *jobFlags) completeName(cmd *cobra.Command, args []string, typed string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 || j.settingsGiven() {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+	defer cancel()
+	client, err := dial(quiet, &j.kube)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names, _ := client.Complete(ctx, client.Namespace, typed)
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeRole completes --role with the roles of the pods of the job
+// named, or given by its settings, and the pods by role and index
+// (Client.Roles); none when the cluster does not answer.
+func (j *jobFlags) completeRole(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
+	defer cancel()
+	client, ref, err := j.find(ctx, quiet, args)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	roles, _ := client.Roles(ctx, ref)
+	return roles, cobra.ShellCompDirectiveNoFileComp
 }
 
 // find finds the job that args name, or the settings: the client of its
-// cluster, and the job. A name no job has is cluster.NoSuchJob.
+// cluster, and the job. No name, an empty one, or a KIND/NAME of no kind
+// is a wrong command line; a name no job has is cluster.NoSuchJob, one
+// that jobs of several kinds have cluster.Ambiguous.
 func (j *jobFlags) find(ctx context.Context, s Streams, args []string) (*cluster.Client, cluster.Ref, error) {
-	settingsGiven := len(j.in.files)+len(j.in.sets)+len(j.in.setStrings) > 0
+	settingsGiven := j.settingsGiven()
 	switch {
 	case settingsGiven && len(args) > 0:
 		return nil, cluster.Ref{}, settings.UsageError{Err: fmt.Errorf("name the job, or give its settings with %s, not both", j.values)}
-	case !settingsGiven && len(args) != 1:
+	case !settingsGiven && (len(args) != 1 || args[0] == ""):
 		return nil, cluster.Ref{}, settings.UsageError{Err: fmt.Errorf("name one job: generator %s NAME [-n NAMESPACE], or give its settings: generator %s %s settings.yaml",
 			j.command, j.command, j.values)}
 	}
@@ -94,6 +149,9 @@ func (j *jobFlags) find(ctx context.Context, s Streams, args []string) (*cluster
 		}
 		return t.client, t.job.Ref(), nil
 	}
+	if err := cluster.CheckName(args[0]); err != nil {
+		return nil, cluster.Ref{}, settings.UsageError{Err: err}
+	}
 	client, err := dial(s, &j.kube)
 	if err != nil {
 		return nil, cluster.Ref{}, err
@@ -102,17 +160,26 @@ func (j *jobFlags) find(ctx context.Context, s Streams, args []string) (*cluster
 	return client, ref, err
 }
 
+// settingsGiven tells whether the job is given by its settings.
+func (j *jobFlags) settingsGiven() bool {
+	return len(j.in.files)+len(j.in.sets)+len(j.in.setStrings) > 0
+}
+
 // dial reads the kubeconfig for a client of the cluster, whose warnings go to
 // standard error; a flag that names what is not there (--kubeconfig,
 // --context) is a wrong command line.
 func dial(s Streams, kube *cluster.Flags) (*cluster.Client, error) {
-	client, err := kube.Connect(userAgent(), s.Err)
+	client, err := connectTo(kube, userAgent(), s.Err)
 	var flag cluster.BadFlag
 	if errors.As(err, &flag) {
 		return nil, settings.UsageError{Err: flag}
 	}
 	return client, err
 }
+
+// connectTo reads the kubeconfig for a client of the cluster; tests put a
+// fake cluster in its place.
+var connectTo = (*cluster.Flags).Connect
 
 // check asks the cluster about the job and writes the findings to standard
 // error, placed in the settings, in order with the render's warnings but

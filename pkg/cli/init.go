@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	chartfiles "github.com/torchwrap/generator/chart"
+	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
 )
@@ -136,9 +137,9 @@ another name, or remove the old file first.`,
 				return err
 			}
 			if beside {
-				_, err = fmt.Fprintf(s.Err, "wrote %s, a %s, and beside it %s, the schema its first line names for editors; render it with: generator render -f %s\n", file, kind, schemaRef, file)
+				_, err = fmt.Fprintf(s.Err, "wrote %s, %s, and beside it %s, the schema its first line names for editors; render it with: generator render -f %s\n", file, cluster.Indefinite(kind), schemaRef, file)
 			} else {
-				_, err = fmt.Fprintf(s.Err, "wrote %s, a %s; render it with: generator render -f %s\n", file, kind, file)
+				_, err = fmt.Fprintf(s.Err, "wrote %s, %s; render it with: generator render -f %s\n", file, cluster.Indefinite(kind), file)
 			}
 			return err
 		}),

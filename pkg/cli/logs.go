@@ -86,7 +86,6 @@ reached, 130 when Ctrl-C stopped following.`,
 			return showLogs(ctx, s, client, req, terminalWidth(s.Out) > 0 && os.Getenv("NO_COLOR") == "")
 		}),
 	}
-	job.register(cmd, "")
 	flags := cmd.Flags()
 	flags.StringVar(&req.Role, "role", "", "the pods of a role (master, worker, node), or one pod by role and index (worker-1)")
 	flags.IntVar(&rank, "rank", 0, "the pod of that node rank (torchrun's: the master is 0)")
@@ -96,6 +95,8 @@ reached, 130 when Ctrl-C stopped following.`,
 	flags.Int64Var(&tail, "tail", -1, "the last lines of each log only (-1: all)")
 	flags.DurationVar(&req.Since, "since", 0, "the lines of that last while only, as 10m or 2h (0: all)")
 	flags.BoolVar(&req.Timestamps, "timestamps", false, "each line with its time, as the kubelet saw it")
+	// After --role, whose completion it registers.
+	job.register(cmd, "")
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/settings"
 )
 
@@ -63,6 +64,11 @@ cluster cannot be reached, 130 when Ctrl-C stopped following.`,
 				return err
 			}
 			ref := t.job.Ref()
+			if warning := done.SameName(ref); warning != "" {
+				for _, w := range t.in.Locate(diag.List{{Severity: diag.Warning, Path: diag.Path{"jobName"}, Message: warning}}) {
+					fmt.Fprintln(s.Err, w)
+				}
+			}
 			if !wait {
 				_, err := fmt.Fprintf(s.Out, "%s; see how it does with: %s\n", submitted(ref, done), statusCommand(ref))
 				return err

@@ -53,8 +53,8 @@ const (
 	jobSetLabel = "jobset.sigs.k8s.io/jobset-name"
 )
 
-// kinds are the kinds a job is submitted as, in the order a name is looked
-// for: what makes a job of the same name before it (the AppWrapper its
+// kinds are the kinds a job is submitted as, in the order messages name
+// them: what makes a job of the same name before it (the AppWrapper its
 // component, a TrainJob its JobSet), then the jobs submitted alone. (Set in
 // init: an AppWrapper's entry looks up its component's.)
 var kinds []*kind
@@ -168,6 +168,32 @@ func kindNamed(name string) *kind {
 		}
 	}
 	return nil
+}
+
+// kindCalled is the kind a command line calls by a word, as kubectl takes
+// it: its name or its resource (PyTorchJob, pytorchjobs), in any case,
+// either with its group as kubectl get -o name writes it
+// (pytorchjob.kubeflow.org); nil for a word that calls no kind the
+// generator makes.
+func kindCalled(word string) *kind {
+	word = strings.ToLower(word)
+	for _, k := range kinds {
+		for _, name := range []string{strings.ToLower(k.name), k.resource.Resource} {
+			if word == name || word == name+"."+k.resource.Group {
+				return k
+			}
+		}
+	}
+	return nil
+}
+
+// kindNames are the names of the kinds, in the order of the table.
+func kindNames() []string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.name
+	}
+	return names
 }
 
 // Operator is what serves a kind of job: the AppWrapper controller, the

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -50,15 +49,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	if opts.Namespace == "" {
 		where = "in all namespaces"
 	}
-	lists := make([]*unstructured.UnstructuredList, len(kinds))
-	errs := make([]error, len(kinds))
-	var wg sync.WaitGroup
-	for i, k := range kinds {
-		wg.Go(func() {
-			lists[i], errs[i] = c.Dynamic.Resource(k.resource).Namespace(opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: opts.Selector})
-		})
-	}
-	wg.Wait()
+	lists, errs := c.listEach(ctx, opts.Namespace, opts.Selector, kinds)
 	var jobs []*unstructured.Unstructured
 	for i, k := range kinds {
 		switch err := errs[i]; {

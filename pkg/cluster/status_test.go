@@ -574,7 +574,7 @@ func TestFind(t *testing.T) {
 // A TrainJob is found before the JobSet that the Trainer made for it, of
 // the same name.
 func TestFindATrainJobBeforeItsJobSet(t *testing.T) {
-	trainersJobSet := strings.Replace(jobSet(false, "{}"), "uid: js-uid", "uid: js-uid\n  ownerReferences: [{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, name: demo, uid: tj-uid}]", 1)
+	trainersJobSet := strings.Replace(jobSet(false, "{}"), "uid: js-uid", "uid: js-uid\n  ownerReferences: [{apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob, name: demo, uid: tj-uid, controller: true}]", 1)
 	client := fake(t, clustertest.Fake{Objects: trainJob(false, "{}") + "\n---\n" + trainersJobSet + "\n---\n" + strings.Replace(jobSet(false, "{}"), "name: demo", "name: bare", 1)})
 	for name, want := range map[string]Ref{
 		"demo": {Kind: "TrainJob", Namespace: "ml", Name: "demo"},

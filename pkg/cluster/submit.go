@@ -15,6 +15,27 @@ type Submission struct {
 	// Replaced is the state of the job of the same name that Submit deleted
 	// first; "" when there was none.
 	Replaced State
+	// Namesakes are the jobs of other kinds that have the job's name in its
+	// namespace, as named tells them apart: a command line names each with
+	// its kind from now on.
+	Namesakes []Ref
+}
+
+// SameName is the warning of a job submitted (job) beside jobs of other
+// kinds of its name, its Namesakes: how commands tell them apart from now
+// on; "" when there are none.
+func (s Submission) SameName(job Ref) string {
+	if len(s.Namesakes) == 0 {
+		return ""
+	}
+	others := make([]string, len(s.Namesakes))
+	forms := []string{job.Qualified()}
+	for i, r := range s.Namesakes {
+		others[i] = Indefinite(r.Kind)
+		forms = append(forms, r.Qualified())
+	}
+	return fmt.Sprintf("namespace %q has %s of that name too; status, logs, stop, resume and delete need the kind to tell them apart (%s), or choose another jobName",
+		job.Namespace, sentence(others, "and"), sentence(forms, "or"))
 }
 
 // Busy is the error for a job of the same name that has not finished.
@@ -31,10 +52,16 @@ func (e Busy) Error() string {
 // generator's field manager. A job of the same name that has finished is
 // deleted first, and waited for until it is gone: applied over, it would
 // not run again. One that has not finished is refused (Busy), unless force.
+// Jobs of other kinds of its name are its Namesakes.
 func (c *Client) Submit(ctx context.Context, job *Job, force bool) (Submission, error) {
 	ref := job.Ref()
 	resource := c.Dynamic.Resource(ref.resource()).Namespace(ref.Namespace)
 	var done Submission
+	namesakes, err := c.namesakes(ctx, ref)
+	if err != nil {
+		return done, err
+	}
+	done.Namesakes = namesakes
 	old, err := resource.Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

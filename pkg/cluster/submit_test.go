@@ -134,7 +134,8 @@ func TestSubmitWaitsUntilTheOldJobIsGone(t *testing.T) {
 			return true, nil, dyn.Tracker().Update(appWrappers, terminating, "ml")
 		})
 		dyn.PrependReactor("get", "appwrappers", func(a clienttesting.Action) (bool, runtime.Object, error) {
-			if gets++; gets == 4 {
+			// Submit looks for the jobs of its name first, then reads the old one.
+			if gets++; gets == 5 {
 				require.NoError(t, dyn.Tracker().Delete(appWrappers, "ml", "demo"))
 			}
 			return false, nil, nil
@@ -144,7 +145,7 @@ func TestSubmitWaitsUntilTheOldJobIsGone(t *testing.T) {
 	done, err := client.Submit(context.Background(), submitted(t), false)
 	require.NoError(t, err)
 	require.Equal(t, Submission{Replaced: Succeeded}, done)
-	require.Equal(t, []string{"get", "delete", "get", "get", "get", "patch"}, verbs(dyn))
+	require.Equal(t, []string{"get", "get", "delete", "get", "get", "get", "patch"}, verbs(dyn))
 }
 
 func TestSubmitGivesUpWaitingForAJobThatIsNotDeleted(t *testing.T) {

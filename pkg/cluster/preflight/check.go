@@ -467,8 +467,8 @@ func (k *checker) create(ctx context.Context, gvr schema.GroupVersionResource) {
 	resource := k.client.Dynamic.Resource(gvr).Namespace(k.namespace)
 	created, err := resource.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: cluster.FieldManager})
 	if apierrors.IsAlreadyExists(err) {
-		k.add(diag.Warning, diag.Path{"jobName"}, "an %s %q exists %s already; generator submit replaces it once it has finished (at once with --force), or choose another jobName",
-			kind, obj.GetName(), where(k.namespace))
+		k.add(diag.Warning, diag.Path{"jobName"}, "%s %q exists %s already; generator submit replaces it once it has finished (at once with --force), or choose another jobName",
+			cluster.Indefinite(kind), obj.GetName(), where(k.namespace))
 		// The same object under a name the server makes up, for what the
 		// webhooks say of it.
 		copy := obj.DeepCopy()
