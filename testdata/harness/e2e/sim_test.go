@@ -417,6 +417,23 @@ func (s *sim) check(t *testing.T) {
 			expect(t, filepath.Join(c.Dir, "expected.txt"), s.transcript(s.generate(t, c.Dir, args...)))
 		})
 	}
+	// Two validating webhooks refuse a TrainJob whose ClusterTrainingRuntime
+	// does not exist, Kueue's and Trainer's; the API server asks both at
+	// once and reports the refusal that comes back first. The transcript is
+	// the same with each of them alone.
+	for _, alone := range []string{kueueTrainJobHook, trainerTrainJobHook} {
+		t.Run("missing-trainingruntime/"+alone+"-alone", func(t *testing.T) {
+			dir := cases.Path(t, "testdata", "cluster", "missing-trainingruntime")
+			manifest := s.render(t, filepath.Join(dir, "settings.yaml"))
+			for _, other := range []string{kueueTrainJobHook, trainerTrainJobHook} {
+				if other != alone {
+					s.withoutWebhook(t, other)
+				}
+			}
+			s.refusedBy(t, manifest, alone)
+			expect(t, filepath.Join(dir, "expected.txt"), s.transcript(s.generate(t, dir, "check", "-f", "settings.yaml", "--kubeconfig", "ADMIN")))
+		})
+	}
 	for _, example := range cases.Examples(t) {
 		name := strings.TrimSuffix(filepath.Base(example), ".settings.yaml")
 		t.Run("examples/"+name, func(t *testing.T) {
@@ -424,6 +441,63 @@ func (s *sim) check(t *testing.T) {
 			expect(t, cases.Path(t, "testdata", "cluster", "examples", name+".txt"), s.transcript(r))
 		})
 	}
+}
+
+// The validating webhooks of TrainJobs: Kueue's, of its TrainJob
+// integration, and Trainer's own.
+const (
+	kueueTrainJobHook   = "vtrainjob.kb.io"
+	trainerTrainJobHook = "validator.trainjob.trainer.kubeflow.org"
+)
+
+// withoutWebhook takes a validating webhook out of its configuration until
+// the test ends, when it is put back where it was.
+func (s *sim) withoutWebhook(t *testing.T, name string) {
+	t.Helper()
+	var configs struct {
+		Items []struct {
+			Metadata struct{ Name string }
+			Webhooks []map[string]any
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(kubectl(t, s.cluster, nil, "get", "validatingwebhookconfigurations", "-o", "json")), &configs))
+	for _, config := range configs.Items {
+		for i, hook := range config.Webhooks {
+			if hook["name"] != name {
+				continue
+			}
+			at := fmt.Sprintf("/webhooks/%d", i)
+			kubectl(t, s.cluster, nil, "patch", "validatingwebhookconfiguration", config.Metadata.Name, "--type=json", "-p",
+				string(mustJSON(t, []any{map[string]any{"op": "test", "path": at + "/name", "value": name}, map[string]any{"op": "remove", "path": at}})))
+			t.Cleanup(func() {
+				kubectl(t, s.cluster, nil, "patch", "validatingwebhookconfiguration", config.Metadata.Name, "--type=json", "-p",
+					string(mustJSON(t, []any{map[string]any{"op": "add", "path": at, "value": hook}})))
+			})
+			return
+		}
+	}
+	t.Fatalf("no validating webhook %s", name)
+}
+
+// refusedBy waits until a server-side dry run of the manifest is refused by
+// the webhook, five times in a row: the API server reads its webhook
+// configurations from a watch, a moment after they change.
+func (s *sim) refusedBy(t *testing.T, manifest []byte, webhook string) {
+	t.Helper()
+	want := fmt.Sprintf("admission webhook %q denied the request", webhook)
+	var out string
+	for inARow, tries := 0, 0; inARow < 5; tries++ {
+		require.Less(t, tries, 100, "a dry run refused by %s alone; the last refusal: %s", webhook, out)
+		_, err := s.cluster.Kubectl(manifest, "create", "--dry-run=server", "-f", "-")
+		require.Error(t, err)
+		out = err.Error()
+		inARow++
+		if !strings.Contains(out, want) {
+			inARow = 0
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("refused by %s alone: %s", webhook, out)
 }
 
 // generator submit --wait follows a job to its end: the final state on
