@@ -13,7 +13,9 @@ training container, before those of torchwrap.env.
 */ -}}
 {{- define "torchwrap.podTemplate" -}}
 {{- $v := .ctx.Values -}}
-{{- $container := dict "name" .containerName "image" $v.containerImage "imagePullPolicy" $v.imagePullPolicy -}}
+{{- /* A failed container's last lines stay in its pod's status (the kubelet's
+       termination message), for whoever asks why it failed. */ -}}
+{{- $container := dict "name" .containerName "image" $v.containerImage "imagePullPolicy" $v.imagePullPolicy "terminationMessagePolicy" "FallbackToLogsOnError" -}}
 {{- with .command -}}
 {{- $_ := set $container "command" . -}}
 {{- end -}}
@@ -55,7 +57,11 @@ training container, before those of torchwrap.env.
 {{- $_ := set $spec "imagePullSecrets" . -}}
 {{- end -}}
 {{- with $v.initContainers -}}
-{{- $_ := set $spec "initContainers" . -}}
+{{- $init := list -}}
+{{- range . -}}
+{{- $init = append $init (merge (dict "terminationMessagePolicy" "FallbackToLogsOnError") .) -}}
+{{- end -}}
+{{- $_ := set $spec "initContainers" $init -}}
 {{- end -}}
 {{- if not (kindIs "invalid" $v.terminationGracePeriodSeconds) -}}
 {{- $_ := set $spec "terminationGracePeriodSeconds" $v.terminationGracePeriodSeconds -}}

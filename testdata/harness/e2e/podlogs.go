@@ -80,6 +80,36 @@ func (l *containerLog) state() (bool, <-chan struct{}) {
 	return l.ended, l.changed
 }
 
+// The kubelet's bounds of a termination message read from a container's
+// log (kubecontainer.MaxContainerTerminationMessageLogLines and
+// MaxContainerTerminationMessageLogLength, Kubernetes 1.33).
+const (
+	terminationMessageLines = 80
+	terminationMessageBytes = 2048
+)
+
+// terminationMessage is what a kubelet puts in the status of a container
+// that failed with terminationMessagePolicy FallbackToLogsOnError: the last
+// lines of its log, then the last bytes of those.
+func (l *containerLog) terminationMessage() string {
+	data, err := os.ReadFile(l.path)
+	if err != nil {
+		return fmt.Sprintf("Error on reading termination message from logs: %v", err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	var b strings.Builder
+	for _, line := range lines[max(0, len(lines)-terminationMessageLines):] {
+		// Each line is written after its time.
+		_, text, _ := strings.Cut(line, " ")
+		b.WriteString(text)
+	}
+	message := b.String()
+	return message[max(0, len(message)-terminationMessageBytes):]
+}
+
 // lineWriter writes what a process prints to a log, line by line; the last
 // line may lack its newline (flush).
 type lineWriter struct {

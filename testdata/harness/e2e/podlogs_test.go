@@ -87,3 +87,32 @@ func TestParseLogOptions(t *testing.T) {
 		require.Error(t, err, "%v", bad)
 	}
 }
+
+// A failed container's termination message, with FallbackToLogsOnError, is
+// what a kubelet makes of its log: the last 80 lines, then the last 2048
+// bytes of those.
+func TestTerminationMessage(t *testing.T) {
+	log, err := newContainerLog(filepath.Join(t.TempDir(), "pytorch-0.log"))
+	require.NoError(t, err)
+	w := &lineWriter{log: log}
+	for i := range 100 {
+		io.WriteString(w, strings.Repeat("x", i%3)+"line "+strings.Repeat("y", i/50)+"\n")
+	}
+	log.end()
+	message := log.terminationMessage()
+	lines := strings.Split(strings.TrimSuffix(message, "\n"), "\n")
+	require.Len(t, lines, terminationMessageLines)
+	require.Equal(t, "line y", lines[len(lines)-1][len(lines[len(lines)-1])-len("line y"):])
+
+	long, err := newContainerLog(filepath.Join(t.TempDir(), "pytorch-1.log"))
+	require.NoError(t, err)
+	w = &lineWriter{log: long}
+	for range 10 {
+		io.WriteString(w, strings.Repeat("z", 500)+"\n")
+	}
+	io.WriteString(w, "ZeroDivisionError: division by zero\n")
+	long.end()
+	message = long.terminationMessage()
+	require.Len(t, message, terminationMessageBytes)
+	require.True(t, strings.HasSuffix(message, "z\nZeroDivisionError: division by zero\n"), message)
+}

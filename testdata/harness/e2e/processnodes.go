@@ -667,9 +667,13 @@ func (r *podRun) runContainer(c *containerRun) (int32, bool) {
 	if code != 0 {
 		reason = "Error"
 	}
+	message := ""
+	if code != 0 && c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
+		message = log.terminationMessage()
+	}
 	r.mu.Lock()
 	c.ended = &corev1.ContainerStateTerminated{
-		ExitCode: code, Reason: reason, StartedAt: c.state.Running.StartedAt, FinishedAt: metav1.Now(),
+		ExitCode: code, Reason: reason, Message: message, StartedAt: c.state.Running.StartedAt, FinishedAt: metav1.Now(),
 		ContainerID: fmt.Sprintf("process://%d", cmd.Process.Pid)}
 	c.state = corev1.ContainerState{Terminated: c.ended}
 	r.mu.Unlock()
