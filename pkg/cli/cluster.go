@@ -14,6 +14,7 @@ import (
 	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/cluster/preflight"
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/failure"
 	"github.com/torchwrap/generator/pkg/settings"
 )
 
@@ -167,14 +168,21 @@ func (j *jobFlags) settingsGiven() bool {
 
 // dial reads the kubeconfig for a client of the cluster, whose warnings go to
 // standard error; a flag that names what is not there (--kubeconfig,
-// --context) is a wrong command line.
+// --context) is a wrong command line. The client keeps the failures it sees
+// in the user's cache folder.
 func dial(s Streams, kube *cluster.Flags) (*cluster.Client, error) {
 	client, err := connectTo(kube, userAgent(), s.Err)
 	var flag cluster.BadFlag
 	if errors.As(err, &flag) {
 		return nil, settings.UsageError{Err: flag}
 	}
-	return client, err
+	if err != nil {
+		return nil, err
+	}
+	if keeper, err := failure.DefaultKeeper(); err == nil {
+		client.Keeper = &keeper
+	}
+	return client, nil
 }
 
 // connectTo reads the kubeconfig for a client of the cluster; tests put a

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // The questions of status, submit and follow to the cluster are tested in
@@ -120,8 +122,27 @@ func TestFollowUntilItSucceeds(t *testing.T) {
 	var out, errOut strings.Builder
 	err := follow(context.Background(), Streams{Out: &out, Err: &errOut}, fakeCluster(t, "{phase: Succeeded}"), demo, 0)
 	require.NoError(t, err)
+	// Said once, on standard output.
 	require.Equal(t, "AppWrapper demo: Succeeded\n", out.String())
-	require.Equal(t, "AppWrapper demo: Succeeded\n", errOut.String())
+	require.Empty(t, errOut.String())
+}
+
+// A failure noticed while the job is followed ends the live line, then
+// says what failed and why, and whether it could not be kept.
+func TestProgressNotices(t *testing.T) {
+	var out strings.Builder
+	p := progress{w: &out, width: 80}
+	p.report(cluster.Status{Kind: "AppWrapper", Name: "demo", State: cluster.Running, Pods: cluster.Pods{Expected: 2, Running: 2, Ready: 2}})
+	code := int32(1)
+	f := failure.Failure{Key: "w", Pod: "demo-worker-0", Member: "worker-0", Container: "pytorch", Reason: "Error", ExitCode: &code}
+	f.SetLines([]string{"Traceback (most recent call last):", `  File "train.py", line 3, in <module>`, "KeyError: 'labels'"})
+	p.notice(cluster.Noticed{Attempt: 1, Of: 2, Failure: f, NotKept: errors.New("no space left on device")})
+	require.Equal(t, "\r\x1b[KAppWrapper demo: Running, pods ready 2/2\n"+
+		"attempt 1 of 2: worker-0 (container pytorch) exited 1: KeyError: 'labels'\n"+
+		"  | Traceback (most recent call last):\n"+
+		"  |   File \"train.py\", line 3, in <module>\n"+
+		"  | KeyError: 'labels'\n"+
+		"  (not kept on this machine: no space left on device)\n", out.String())
 }
 
 func TestFollowAJobThatFails(t *testing.T) {

@@ -14,13 +14,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/failure"
 	"github.com/torchwrap/generator/pkg/settings"
 )
 
 func newLogs(s Streams) *cobra.Command {
 	var job jobFlags
 	var req cluster.LogRequest
-	var rank int
+	var rank, attempt int
 	var tail int64
 	cmd := &cobra.Command{
 		Use:   "logs NAME [-n NAMESPACE] | logs --values settings.yaml [--role ROLE | --rank N] [-c CONTAINER] [-f]",
@@ -40,7 +41,15 @@ container, an init container too.
 containers, and across an AppWrapper's retry, whose new pods it says it
 follows. When no pod has a log yet, it says why in one line (queued, with
 Kueue's reason and position; a pod that cannot be scheduled, an image that
-cannot be pulled), and with -f waits for them.
+cannot be pulled), and with -f waits for them. Following, it says each
+failure of a pod as it happens, on standard error: the attempt, the pod's
+role, the container, how it ended, and the lines of its log that say why
+(the rank torchrun found failing first, and its traceback), and keeps them
+on this machine.
+
+--attempt N prints what was kept of attempt N (1 for the first run, 2 after
+the first retry) once its pods are gone: the last lines of each pod that
+failed in it, as seen by submit --wait, logs -f or status while it failed.
 
 Name the job as status does, or give its settings with --values (-f is
 --follow here, as in kubectl logs).
@@ -52,7 +61,8 @@ reached, 130 when Ctrl-C stopped following.`,
 		Example: `  generator logs llama-8b -n team-a
   generator logs llama-8b --role worker-1 --tail 100
   generator logs llama-8b -f --rank 0 --timestamps
-  generator logs --values settings.yaml -c setup`,
+  generator logs --values settings.yaml -c setup
+  generator logs llama-8b --attempt 1`,
 		Annotations: map[string]string{consequence: "no logs were read"},
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
@@ -65,6 +75,10 @@ reached, 130 when Ctrl-C stopped following.`,
 				return settings.UsageError{Err: fmt.Errorf("--tail %d: give the number of last lines to show, or -1 for all", tail)}
 			case req.Since < 0:
 				return settings.UsageError{Err: fmt.Errorf("--since %v: give how far back to start, as 10m or 2h", req.Since)}
+			case flags.Changed("attempt") && attempt < 1:
+				return settings.UsageError{Err: fmt.Errorf("--attempt %d: the attempts are counted from 1, the first run", attempt)}
+			case flags.Changed("attempt") && (req.Follow || req.Previous || req.Since > 0 || req.Timestamps || req.Container != "" || flags.Changed("rank")):
+				return settings.UsageError{Err: errors.New("--attempt prints the lines kept of an attempt's failed pods, by --role alone, without -f, --previous, --since, --timestamps, -c or --rank; drop them, or drop --attempt")}
 			}
 			if flags.Changed("rank") {
 				req.Rank = &rank
@@ -78,6 +92,9 @@ reached, 130 when Ctrl-C stopped following.`,
 				return err
 			}
 			req.Ref = ref
+			if flags.Changed("attempt") {
+				return showKept(ctx, s, client, req, attempt)
+			}
 			if req.Follow {
 				var stop context.CancelFunc
 				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -95,9 +112,59 @@ reached, 130 when Ctrl-C stopped following.`,
 	flags.Int64Var(&tail, "tail", -1, "the last lines of each log only (-1: all)")
 	flags.DurationVar(&req.Since, "since", 0, "the lines of that last while only, as 10m or 2h (0: all)")
 	flags.BoolVar(&req.Timestamps, "timestamps", false, "each line with its time, as the kubelet saw it")
+	flags.IntVar(&attempt, "attempt", 0, "the lines kept of the pods that failed in that attempt (1 is the first run), after its pods are gone")
 	// After --role, whose completion it registers.
 	job.register(cmd, "")
 	return cmd
+}
+
+// showKept writes what was kept of an attempt of the job: the last lines of
+// each pod that failed in it (those of --role or --rank), after its label,
+// and the attempt's headline on standard error.
+func showKept(ctx context.Context, s Streams, client *cluster.Client, req cluster.LogRequest, n int) error {
+	story, err := client.Kept(ctx, req.Ref)
+	if err != nil {
+		return err
+	}
+	a, ok := story.Attempt(n)
+	if !ok {
+		kept := "nothing was kept of any attempt"
+		if len(story.Attempts) > 0 {
+			numbers := make([]string, len(story.Attempts))
+			for i, a := range story.Attempts {
+				numbers[i] = fmt.Sprint(a.Number)
+			}
+			kept = "what was kept is of attempts " + strings.Join(numbers, ", ")
+		}
+		return fmt.Errorf("nothing was kept of attempt %d of the %s on this machine (%s): only what generator submit --wait, logs -f and status saw while its pods were there is kept", n, req.Ref, kept)
+	}
+	fmt.Fprintln(s.Err, a.Headline())
+	w := logWriter{w: s.Out}
+	width := 0
+	for _, f := range a.Failures {
+		width = max(width, len(label(f)))
+	}
+	for _, f := range a.Failures {
+		if !req.SelectsMember(f.Member) {
+			continue
+		}
+		lines := f.Lines
+		if req.Tail != nil {
+			lines = lines[max(0, len(lines)-int(*req.Tail)):]
+		}
+		for _, text := range lines {
+			w.line(cluster.LogLine{Pod: f.Pod, Label: label(f), Text: text, Width: width})
+		}
+	}
+	return nil
+}
+
+// label names a failed pod as logs does: its member, else its name.
+func label(f failure.Failure) string {
+	if f.Member != "" {
+		return f.Member
+	}
+	return f.Pod
 }
 
 // showLogs writes the job's logs to standard output, each line after its
@@ -105,7 +172,8 @@ reached, 130 when Ctrl-C stopped following.`,
 // fails when the job failed, as submit --wait does.
 func showLogs(ctx context.Context, s Streams, client *cluster.Client, req cluster.LogRequest, color bool) error {
 	w := logWriter{w: s.Out, color: color}
-	last, err := client.Logs(ctx, req, w.line, func(note string) { fmt.Fprintln(s.Err, note) })
+	last, err := client.Logs(ctx, req, w.line, func(note string) { fmt.Fprintln(s.Err, note) },
+		func(n cluster.Noticed) { fmt.Fprintln(s.Err, noticed(n)) })
 	switch {
 	case errors.Is(err, context.Canceled):
 		return stopped{fmt.Sprintf("stopped following the logs of the %s (%s); the job goes on", req.Ref, seen(last))}

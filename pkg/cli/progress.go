@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"unicode/utf8"
 
 	"golang.org/x/term"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // progress writes the readings of a followed job: on a terminal, one line
@@ -39,8 +39,25 @@ func (p *progress) report(s cluster.Status) {
 	}
 	// Back to the start of the line, which is cleared; one column short of
 	// the width, so that the terminal does not wrap it.
-	fmt.Fprint(p.w, "\r\x1b[K"+truncate(s.Line(), p.width-1))
+	fmt.Fprint(p.w, "\r\x1b[K"+cluster.Cut(s.Line(), p.width-1))
 	p.open = true
+}
+
+// notice writes a failure of the job, noticed as it happened, after the
+// live line.
+func (p *progress) notice(n cluster.Noticed) {
+	p.end()
+	fmt.Fprintln(p.w, noticed(n))
+}
+
+// noticed says a failure noticed while a job is followed, in a few lines:
+// what failed, in which attempt, and the lines of its log that say why.
+func noticed(n cluster.Noticed) string {
+	text := failure.Tell(n.Attempt, n.Of, n.Failure)
+	if n.NotKept != nil {
+		text += "\n  (not kept on this machine: " + n.NotKept.Error() + ")"
+	}
+	return text
 }
 
 // end ends the live line.
@@ -62,12 +79,4 @@ func terminalWidth(w io.Writer) int {
 		return width
 	}
 	return 80
-}
-
-// truncate cuts a line to n characters, the last an ellipsis.
-func truncate(line string, n int) string {
-	if utf8.RuneCountInString(line) <= n {
-		return line
-	}
-	return string([]rune(line)[:n-1]) + "…"
 }

@@ -20,14 +20,24 @@ func newStatus(s Streams) *cobra.Command {
 		Short: "Show how a submitted job is doing",
 		Long: `Status shows how a submitted job is doing, as submit --wait follows it:
 Queued (with Kueue's reason, and the position in the LocalQueue when Kueue's
-visibility API answers), Admitted, Running (pods ready), Succeeded, Failed
-(why, and the pod that failed with its exit code); with its LocalQueue,
-ClusterQueue and Kueue Workload, and what keeps its pods from starting.
+visibility API answers; when Kueue preempted it, the job that took its place
+and that job's priority), Admitted, Running (pods ready), Succeeded, Failed;
+with its LocalQueue, ClusterQueue and Kueue Workload, and what keeps its pods
+from starting.
+
+A failed job, or one retrying after a failure, says why first: the root cause
+of its last attempt (the rank torchrun found failing first, its pod's role,
+and its error; an out-of-memory kill, an image that cannot be pulled, a node
+lost, a setup command that failed), with the lines of its log that say so;
+then its earlier attempts. What submit --wait, logs -f and status saw while
+the pods were there is kept on this machine (in your cache folder, for you
+alone), so status tells it after the pods are gone; an attempt nobody saw is
+named once, with how to keep the next.
 
 Name the job, or give its settings as to submit: status NAME looks in the
-namespace of -n (else your context's) for an AppWrapper of that name, then a
-TrainJob, then a PyTorchJob, JobSet, PyTorchTrainingJob or DeepSpeedJob
-submitted alone. -o json writes the same as one JSON object.
+namespace of -n (else your context's) for a job of that name of every kind;
+when jobs of two kinds have it, name one as KIND/NAME, as kubectl does
+(pytorchjob/llama-8b). -o json writes the same as one JSON object.
 
 Exit codes: 0 when the status was shown, whatever it is, 1 when there is no
 such job or the settings are invalid, 2 for a wrong command line, 3 when the

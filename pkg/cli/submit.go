@@ -34,10 +34,16 @@ alone, and nothing is submitted, unless --force: then it is deleted first.
 
 With --wait, submit follows the job until it finishes: Queued (with Kueue's
 reason, and the position in the LocalQueue when Kueue's visibility API
-answers), Admitted, Running (pods ready), then Succeeded or Failed (why, and
-the pod that failed with its exit code). On a terminal the status is one line
-rewritten in place; otherwise a line each time it changes, on standard error.
-Ctrl-C stops following, not the job: generator status shows it again.
+answers), Admitted, Running (pods ready), then Succeeded or Failed. On a
+terminal the status is one line rewritten in place; otherwise a line each
+time it changes, on standard error; the last line of a job that succeeded
+goes to standard output. Each failure of a pod is said as it happens, on
+standard error, before the AppWrapper's reset deletes the pods and their
+logs: the attempt, the pod's role, the container, how it ended, the rank
+torchrun found failing first with its own error, and the lines of the log
+that say why. What it saw is kept on this machine for generator status and
+generator logs --attempt. Ctrl-C stops following, not the job: generator
+status shows it again.
 
 Exit codes: 0 when the job was submitted (with --wait, when it succeeded), 1
 when the check found a problem, a job of that name has not finished, or the
@@ -110,7 +116,12 @@ func follow(ctx context.Context, s Streams, client *cluster.Client, ref cluster.
 		defer cancel()
 	}
 	p := progress{w: s.Err, width: terminalWidth(s.Err)}
-	last, err := client.Follow(ctx, ref, p.report)
+	last, err := client.Follow(ctx, ref, func(st cluster.Status) {
+		// A job that succeeded is said once, on standard output.
+		if st.State != cluster.Succeeded {
+			p.report(st)
+		}
+	}, p.notice)
 	p.end()
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):

@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // FieldManager is the name the generator's changes go under in an object's
@@ -70,6 +72,9 @@ type Client struct {
 	// Poll is how often Submit and Follow read a job again while they wait
 	// for it; 0 is every 2 seconds.
 	Poll time.Duration
+	// Keeper keeps the failures that Follow, Logs and Status see, for
+	// Status to tell after the pods are gone; nil keeps nothing.
+	Keeper *failure.Keeper
 }
 
 // every is the time between two readings of a job that is waited for.

@@ -64,10 +64,11 @@ func (c *Client) Delete(ctx context.Context, ref Ref, wait bool) (Deletion, erro
 
 // remove deletes a job in the foreground, unless it is being deleted
 // already; the UID precondition keeps a job of the same name made since
-// from being deleted.
+// from being deleted. What was kept of why jobs of its name failed goes
+// with it.
 func (c *Client) remove(ctx context.Context, old *unstructured.Unstructured) error {
 	if old.GetDeletionTimestamp() != nil {
-		return nil
+		return c.forget(old)
 	}
 	k := kindOf(old)
 	foreground, uid := metav1.DeletePropagationForeground, old.GetUID()
@@ -75,11 +76,19 @@ func (c *Client) remove(ctx context.Context, old *unstructured.Unstructured) err
 		metav1.DeleteOptions{PropagationPolicy: &foreground, Preconditions: &metav1.Preconditions{UID: &uid}})
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
-		return nil
+		return c.forget(old)
 	case apierrors.IsForbidden(err) && !IsWebhookDenial(err):
 		return forbidden("delete", k.resource.GroupResource().String(), old.GetNamespace(), "to delete the job")
 	}
 	return c.failed(err, fmt.Sprintf("deleting the %s %q in namespace %q", old.GetKind(), old.GetName(), old.GetNamespace()))
+}
+
+// forget removes what was kept of why jobs of a deleted job's name failed.
+func (c *Client) forget(obj *unstructured.Unstructured) error {
+	if c.Keeper == nil {
+		return nil
+	}
+	return c.Keeper.Forget(storyOf(c, obj))
 }
 
 // gone waits until a deleted job is gone, and with pods, its pods too.

@@ -3,13 +3,16 @@ package cluster
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // Line writes the status as one line, for a live line or a log:
 //
 //	AppWrapper demo: Queued in LocalQueue team-a (position 2): Pending: couldn't assign flavors ...
 //	AppWrapper demo: Running, pods ready 4/4
-//	AppWrapper demo: Failed (3 retries): FoundFailedPods; pod demo-master-0, container pytorch, exit code 1 (Error)
+//	AppWrapper demo: Failed (3 retries): FoundFailedPods; master-0 (container pytorch) exited 1
 func (s Status) Line() string {
 	return fmt.Sprintf("%s %s: %s", s.Kind, s.Name, s.summary())
 }
@@ -38,8 +41,8 @@ func (s Status) summary() string {
 	if why := s.why(); why != "" {
 		b.WriteString(": " + why)
 	}
-	if s.FailedPod != nil {
-		b.WriteString("; " + s.FailedPod.String())
+	if s.Failure != nil {
+		b.WriteString("; " + s.Failure.String())
 	}
 	if s.Pods.Problem != "" && (s.State == Admitted || s.State == Running) {
 		b.WriteString("; " + oneLine(s.Pods.Problem))
@@ -47,11 +50,14 @@ func (s Status) summary() string {
 	return b.String()
 }
 
-// Lines writes the status as a few lines, one a subject:
+// Lines writes the status as a few lines, one a subject, the root cause of
+// a failed or retrying job first:
 //
 //	AppWrapper "demo" in namespace "ml": Failed (3 retries)
+//	  cause:     attempt 4 of 4 failed: rank 3 (worker-1, local rank 1) exited 1: ZeroDivisionError: division by zero; no retries left
+//	  before:    attempt 3 of 4 failed: worker-0 (container pytorch) ran out of memory (OOMKilled: ...)
+//	  unseen:    attempts 1 and 2 failed unseen: ...
 //	  why:       FoundFailedPods
-//	  failed:    pod demo-master-0, container pytorch, exit code 1 (Error)
 //	  pods:      ready 0/2; 1 succeeded, 1 failed
 //	  queue:     LocalQueue team-a, ClusterQueue team-a-cq
 //	  workload:  appwrapper-demo-7d9f2
@@ -67,13 +73,29 @@ func (s Status) Lines() string {
 			fmt.Fprintf(&b, "  %-10s %s\n", label+":", text)
 		}
 	}
-	line("why", s.why())
-	if s.FailedPod != nil {
-		failed := s.FailedPod.String()
-		if s.FailedPod.Message != "" {
-			failed += ": " + oneLine(s.FailedPod.Message)
+	// The lines of a failure's log that say why, below its line.
+	excerpt := func(f failure.Failure) {
+		for _, l := range f.Excerpt() {
+			fmt.Fprintf(&b, "  %-10s | %s\n", "", l)
 		}
-		line("failed", failed)
+	}
+	latest, told := s.cause()
+	if told > 0 {
+		line("cause", latest.Headline())
+		if root, ok := latest.Root(); ok {
+			excerpt(root)
+		}
+	}
+	for _, a := range s.Attempts {
+		if a.Number != told {
+			line("before", a.Headline())
+		}
+	}
+	line("unseen", unseen(s.Unseen))
+	line("why", s.why())
+	if s.Failure != nil && told == 0 {
+		line("failed", s.Failure.String())
+		excerpt(*s.Failure)
 	}
 	line("pods", s.Pods.String())
 	line("problem", oneLine(s.Pods.Problem))
@@ -89,13 +111,43 @@ func (s Status) Lines() string {
 	for _, e := range s.Warnings {
 		// Kueue's pending reason is an event of its Workload too: said once.
 		if e.Message != oneLine(s.Message) {
-			line("warning", e.String())
+			line("warning", Cut(e.String(), eventWidth))
 		}
 	}
 	for _, note := range s.Notes {
 		line("not read", note)
 	}
 	return b.String()
+}
+
+// cause is the latest attempt kept of a failed job, or of one retrying
+// after a failure, whose root cause status says first, and its number; 0
+// for a job doing well. (A job waiting after a preemption says why in its
+// why line.)
+func (s Status) cause() (failure.Attempt, int) {
+	troubled := s.State == Failed || s.Phase == "Resetting" || s.Phase == "Restarting"
+	if !troubled || len(s.Attempts) == 0 {
+		return failure.Attempt{}, 0
+	}
+	latest := s.Attempts[len(s.Attempts)-1]
+	return latest, latest.Number
+}
+
+// unseen says which failed attempts nobody followed, and how to keep them.
+func unseen(attempts []int) string {
+	if len(attempts) == 0 {
+		return ""
+	}
+	words := make([]string, len(attempts))
+	for i, n := range attempts {
+		words[i] = fmt.Sprint(n)
+	}
+	which := "attempt " + words[0]
+	if len(words) > 1 {
+		which = "attempts " + sentence(words, "and")
+	}
+	return which + " failed unseen: no generator followed the job then, and the pods that said why are gone; " +
+		"follow a job (submit --wait, logs -f) to keep why each attempt fails, or keep the pods of a failed attempt a while with failureGracePeriodDuration"
 }
 
 // queue names the queue: Kueue's LocalQueue, or T9k's queue.
@@ -154,22 +206,6 @@ func (p Pods) String() string {
 	return text
 }
 
-func (f FailedPod) String() string {
-	text := "pod " + f.Pod
-	if f.Container != "" {
-		text += ", container " + f.Container
-	}
-	if f.ExitCode != nil {
-		text += fmt.Sprintf(", exit code %d", *f.ExitCode)
-		if f.Reason != "" {
-			text += " (" + f.Reason + ")"
-		}
-	} else if f.Reason != "" {
-		text += ": " + f.Reason
-	}
-	return text
-}
-
 // String is the event as a line: FailedScheduling (Pod demo-worker-0, 3
 // times): 0/4 nodes are available: ...
 func (e Event) String() string {
@@ -178,6 +214,18 @@ func (e Event) String() string {
 		text += fmt.Sprintf(", %d times", e.Count)
 	}
 	return text + "): " + e.Message
+}
+
+// eventWidth is how much of an event status shows: the training operator
+// says a failed pod's whole termination message in one.
+const eventWidth = 300
+
+// Cut cuts a line to n characters, the last an ellipsis.
+func Cut(text string, n int) string {
+	if utf8.RuneCountInString(text) <= n {
+		return text
+	}
+	return string([]rune(text)[:n-1]) + "…"
 }
 
 // oneLine joins the lines of a message.

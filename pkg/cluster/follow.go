@@ -4,35 +4,51 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // followMisses is how many readings in a row Follow lets the cluster miss
 // before it gives up: a long job outlives short outages.
 const followMisses = 5
 
+// noticeGrace is how long a follower of a job that failed waits for the
+// failure of its last attempt, which the watch of its pods may not have
+// told yet: the reading that saw the job fail can come first.
+const noticeGrace = 2 * time.Second
+
 // Follow reads the job's status until it has finished (Succeeded or Failed)
 // or ctx ends, and reports each reading. It gives the last status; the
-// error is ctx's when ctx ended first. It remembers a failed pod seen along
-// the way: after a failure the AppWrapper controller may delete the pods,
-// and their exit codes with them.
-func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status)) (Status, error) {
+// error is ctx's when ctx ended first. Meanwhile it watches the job's pods,
+// and notices each failure as it happens (watchFailures), and a preemption
+// by Kueue: after a failure the AppWrapper controller deletes the pods,
+// and their logs and exit codes with them. A failed job whose pods are gone
+// is told by the root cause of the failures noticed in its last attempt.
+// report and notice are called in turn, never at once.
+func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notice func(Noticed)) (Status, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	noticed := make(chan Noticed)
+	var job *reading
 	var last Status
-	failed := &firstFailure{}
-	if selector := kindNamed(ref.Kind).selector(ref.Name); selector != "" {
-		go c.watchFailures(ctx, ref.Namespace, selector, failed)
+	// latest is the last attempt that failures were noticed in; seen the
+	// first failure a reading showed, for when none was noticed.
+	var latest failure.Attempt
+	var seen *failure.Failure
+	preemptions := map[string]bool{}
+	add := func(n Noticed) {
+		if n.Attempt > latest.Number {
+			latest = failure.Attempt{Number: n.Attempt}
+		}
+		if n.Attempt == latest.Number {
+			latest.Failures = append(latest.Failures, n.Failure)
+		}
+		notice(n)
 	}
 	misses := 0
 	for {
-		s, err := c.reading(ctx, ref)
+		s, obj, err := c.reading(ctx, ref)
 		var unreachable Unreachable
 		switch {
 		case ctx.Err() != nil:
@@ -45,11 +61,43 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status)) (Stat
 			return last, err
 		default:
 			misses = 0
-			if s.FailedPod != nil {
-				failed.set(s.FailedPod)
+			if job == nil {
+				job = &reading{obj: obj}
+				go c.watchFailures(ctx, job, func(n Noticed) {
+					select {
+					case noticed <- n:
+					case <-ctx.Done():
+					}
+				})
+			}
+			job.set(obj)
+			if f, ok := preemption(s); ok && !preemptions[f.Key] {
+				preemptions[f.Key] = true
+				add(c.keepOf(ctx, ref, int(s.Retries)+1, f))
 			}
 			if s.State == Failed {
-				s.FailedPod = failed.get()
+				// The watch may still be reading the last failure's lines.
+				grace := time.After(noticeGrace)
+			noticing:
+				for latest.Number < attempt(obj) {
+					select {
+					case n := <-noticed:
+						add(n)
+					case <-grace:
+						break noticing
+					case <-ctx.Done():
+						return last, ctx.Err()
+					}
+				}
+			}
+			if seen == nil {
+				seen = s.Failure
+			}
+			if s.State == Failed && s.Failure == nil {
+				s.Failure = seen
+				if root, ok := latest.Root(); ok {
+					s.Failure = &root
+				}
 			}
 			last = s
 			report(s)
@@ -57,61 +105,35 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status)) (Stat
 				return s, nil
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return last, ctx.Err()
-		case <-time.After(c.every()):
+		wait := time.After(c.every())
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+				return last, ctx.Err()
+			case n := <-noticed:
+				add(n)
+			case <-wait:
+				break waiting
+			}
 		}
 	}
 }
 
-// firstFailure is the first failed pod seen while following a job: the
-// likeliest cause of its failure.
-type firstFailure struct {
-	mu  sync.Mutex
-	pod *FailedPod
-}
-
-func (f *firstFailure) set(pod *FailedPod) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.pod == nil {
-		f.pod = pod
+// preemption is the failure of a job that Kueue preempted, as its status
+// says while it waits to be admitted again.
+func preemption(s Status) (failure.Failure, bool) {
+	if s.State != Queued || s.Reason != failure.Preempted {
+		return failure.Failure{}, false
 	}
+	return failure.Failure{Key: "preempted/" + s.Workload + "/" + s.Message, Reason: failure.Preempted, Message: s.Message, At: time.Now()}, true
 }
 
-func (f *firstFailure) get() *FailedPod {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.pod
-}
-
-// watchFailures watches the job's pods until ctx ends, for a failed one:
-// readings every few seconds can miss it, as the AppWrapper controller
-// deletes the pods of a failed job within a second or so. Without a watch
-// (not allowed, say) the readings are all there is.
-func (c *Client) watchFailures(ctx context.Context, namespace, selector string, failed *firstFailure) {
-	w, err := c.Dynamic.Resource(pods).Namespace(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+// keepOf keeps a failure of the job, read anew.
+func (c *Client) keepOf(ctx context.Context, ref Ref, attempt int, f failure.Failure) Noticed {
+	obj, err := c.get(ctx, ref)
 	if err != nil {
-		return
+		return Noticed{Attempt: attempt, Failure: f, NotKept: err}
 	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case event, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			obj, isObject := event.Object.(*unstructured.Unstructured)
-			var pod corev1.Pod
-			if !isObject || runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &pod) != nil {
-				continue
-			}
-			if f := failure(pod); f != nil {
-				failed.set(f)
-			}
-		}
-	}
+	return c.keep(obj, attempt, f)
 }

@@ -54,7 +54,7 @@ func TestFollowUntilItFails(t *testing.T) {
 	var lines []string
 	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(s Status) {
 		lines = append(lines, s.Line())
-	})
+	}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, Failed, last.State)
 	require.Equal(t, []string{
@@ -62,8 +62,8 @@ func TestFollowUntilItFails(t *testing.T) {
 		"AppWrapper demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
 		"AppWrapper demo: Admitted, pods ready 1/2",
 		"AppWrapper demo: Running, pods ready 2/2",
-		"AppWrapper demo: Admitted (Resetting, 1 retry), pods ready 0/2: FoundFailedPods; pod demo-worker-0, container pytorch, exit code 2 (Error)",
-		"AppWrapper demo: Failed (1 retry): FoundFailedPods; pod demo-worker-0, container pytorch, exit code 2 (Error)",
+		"AppWrapper demo: Admitted (Resetting, 1 retry), pods ready 0/2: FoundFailedPods; pod demo-worker-0 (container pytorch) exited 2",
+		"AppWrapper demo: Failed (1 retry): FoundFailedPods; pod demo-worker-0 (container pytorch) exited 2",
 	}, lines)
 }
 
@@ -89,9 +89,9 @@ func TestFollowSeesAPodThatFailsBetweenReadings(t *testing.T) {
 	}, appWrapper("{phase: Running}"))
 	// Time enough between readings for the watch to deliver the pod.
 	client.Poll = 100 * time.Millisecond
-	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {})
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
 	require.NoError(t, err)
-	require.Equal(t, "AppWrapper demo: Failed; pod demo-worker-0, container pytorch, exit code 3 (Error)", last.Line())
+	require.Equal(t, "AppWrapper demo: Failed; pod demo-worker-0 (container pytorch) exited 3", last.Line())
 }
 
 func TestFollowUntilItSucceeds(t *testing.T) {
@@ -100,7 +100,7 @@ func TestFollowUntilItSucceeds(t *testing.T) {
 		[]string{"{phase: Succeeded}", pod("demo-master-0", awPods, "{phase: Succeeded}"), pod("demo-worker-0", awPods, "{phase: Succeeded}")},
 	), appWrapper("{}"))
 	client.Poll = time.Millisecond
-	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {})
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, "AppWrapper demo: Succeeded, pods succeeded 2/2", last.Line())
 }
@@ -115,7 +115,7 @@ func TestFollowUntilTheContextEnds(t *testing.T) {
 		if readings++; readings == 3 {
 			cancel()
 		}
-	})
+	}, func(Noticed) {})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, Admitted, last.State)
 	require.Equal(t, 3, readings)
@@ -123,7 +123,7 @@ func TestFollowUntilTheContextEnds(t *testing.T) {
 
 func TestFollowAJobThatIsDeleted(t *testing.T) {
 	client := cluster(t, nil)
-	_, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {})
+	_, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
 	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" was deleted while it was followed`)
 }
 
@@ -144,7 +144,7 @@ func TestFollowThroughShortOutages(t *testing.T) {
 			})
 		}, appWrapper("{phase: Succeeded}"))
 		client.Poll = time.Millisecond
-		last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {})
+		last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
 		if tc.wantErr {
 			require.ErrorAs(t, err, &Unreachable{})
 		} else {
@@ -166,7 +166,7 @@ func TestFollowABareJobSet(t *testing.T) {
 	var lines []string
 	last, err := client.Follow(context.Background(), Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"}, func(s Status) {
 		lines = append(lines, s.Line())
-	})
+	}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, Succeeded, last.State)
 	require.Equal(t, []string{
@@ -197,7 +197,7 @@ func TestFollowATrainJobWhosePodFailsBetweenReadings(t *testing.T) {
 		})
 	}, trainJob(false, "{}"))
 	client.Poll = 100 * time.Millisecond
-	last, err := client.Follow(context.Background(), Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"}, func(Status) {})
+	last, err := client.Follow(context.Background(), Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
 	require.NoError(t, err)
-	require.Equal(t, "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-1, container node, exit code 3 (Error)", last.Line())
+	require.Equal(t, "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-1 (container node) exited 3", last.Line())
 }

@@ -215,8 +215,8 @@ func (l Listing) Table(allNamespaces, wide bool, now time.Time) string {
 		}
 		if wide {
 			why := s.why()
-			if s.FailedPod != nil {
-				why = strings.TrimPrefix(why+"; "+s.FailedPod.String(), "; ")
+			if s.Failure != nil {
+				why = strings.TrimPrefix(why+"; "+s.Failure.String(), "; ")
 			}
 			row = append(row, dash(s.ClusterQueue), dash(s.Workload), fmt.Sprint(s.Pods.Restarts), dash(why))
 		}

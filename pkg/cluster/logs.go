@@ -90,6 +90,17 @@ func (r LogRequest) selects(m Member, known bool) bool {
 	return r.Rank == nil || known && m.Rank == *r.Rank
 }
 
+// SelectsMember tells whether the request's role selects a pod of that
+// member (worker-1), as kept of a failure; "" for a pod whose place is not
+// known.
+func (r LogRequest) SelectsMember(member string) bool {
+	role := member
+	if i := strings.LastIndex(member, "-"); i >= 0 {
+		role = member[:i]
+	}
+	return r.Role == "" || member != "" && (r.Role == role || r.Role == member)
+}
+
 // asked says which pods the request selects, as its flags do.
 func (r LogRequest) asked() string {
 	var flags []string
@@ -121,14 +132,38 @@ type LogLine struct {
 // logs there are and gives the job's status; with Follow it follows them
 // until the job has finished, and gives its last status. The error is
 // NotFound when the job is not there (or was deleted while followed), ctx's
-// when it ended first.
-func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), note func(string)) (Status, error) {
+// when it ended first. Following, it notices each failure of the job's pods
+// as it happens, as Follow does; line, note and notice are called one at a
+// time.
+func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), note func(string), notice func(Noticed)) (Status, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &follower{client: c, req: req, line: line, note: note, stop: cancel, started: map[string]bool{}, member: map[string]types.UID{}}
+	f := &follower{client: c, req: req, line: line, stop: cancel, started: map[string]bool{}, member: map[string]types.UID{}}
+	f.note = func(text string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		note(text)
+	}
 	defer func() {
 		cancel()
 		f.wg.Wait()
 	}()
+	var job *reading
+	watch := func(obj *unstructured.Unstructured) {
+		switch {
+		case !req.Follow:
+		case job == nil:
+			job = &reading{obj: obj}
+			f.wg.Go(func() {
+				c.watchFailures(ctx, job, func(n Noticed) {
+					f.mu.Lock()
+					defer f.mu.Unlock()
+					notice(n)
+				})
+			})
+		default:
+			job.set(obj)
+		}
+	}
 	var last Status
 	misses := 0
 	for round := 0; ; round++ {
@@ -146,19 +181,20 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 		default:
 			misses = 0
 			last = s
+			watch(obj)
 			if err := f.start(ctx, obj, podList, round, s); err != nil {
 				return last, err
 			}
 			if !req.Follow || s.State.Finished() {
 				f.drain(req.Follow, followMisses*c.every())
 				if f.streams == 0 && !req.Follow {
-					note("no logs yet: " + s.Line())
+					f.note("no logs yet: " + s.Line())
 				}
 				return last, f.failure()
 			}
 			if said := "waiting for logs: " + s.Line(); f.streams == 0 && said != f.said {
 				f.said = said
-				note(said)
+				f.note(said)
 			}
 		}
 		if err := f.failure(); err != nil {
@@ -208,7 +244,9 @@ type follower struct {
 	client *Client
 	req    LogRequest
 	line   func(LogLine)
-	note   func(string)
+	// note says what happens besides the lines, one note at a time with
+	// the lines and the failures noticed.
+	note func(string)
 	// stop ends the reading of every log.
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -345,9 +383,7 @@ func (f *follower) read(ctx context.Context, key, pod, label string, m Member, o
 		return
 	default:
 		// The pod may be gone: say so, and go on with the others.
-		f.mu.Lock()
 		f.note(fmt.Sprintf("%s: its log cannot be read: %s", label, Message(err)))
-		f.mu.Unlock()
 		return
 	}
 	defer rc.Close()

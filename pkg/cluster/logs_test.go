@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,7 +90,8 @@ func runningFor(restarts int) string {
 }
 
 // logs reads the logs as the command line asks, giving the lines as
-// label|width|text (sorted: pods' lines interleave) and the notes.
+// label|width|text (sorted: pods' lines interleave) and the notes, with
+// the failures noticed among them, as "noticed: attempt N: ...".
 func logs(t *testing.T, client *Client, req LogRequest) (lines, notes []string, last Status, err error) {
 	t.Helper()
 	if req.Ref.Kind == "" {
@@ -97,7 +99,9 @@ func logs(t *testing.T, client *Client, req LogRequest) (lines, notes []string, 
 	}
 	last, err = client.Logs(context.Background(), req, func(l LogLine) {
 		lines = append(lines, fmt.Sprintf("%s|%d|%s", l.Label, l.Width, l.Text))
-	}, func(n string) { notes = append(notes, n) })
+	}, func(n string) { notes = append(notes, n) }, func(n Noticed) {
+		notes = append(notes, fmt.Sprintf("noticed: attempt %d: %s", n.Attempt, n.Failure))
+	})
 	sort.Strings(lines)
 	return lines, notes, last, err
 }
@@ -238,12 +242,21 @@ func TestLogsFollowed(t *testing.T) {
 		"master-0|8|m1 start", "master-0|8|m1 step", "master-0|8|m2 start",
 		"worker-0|8|w1 after its restart", "worker-0|8|w1 start", "worker-0|8|w2 start",
 	}, lines)
+	// The failure is noticed as the watch of the pods sees it: among the
+	// notes, where it comes.
+	noticed := slices.Index(notes, "noticed: attempt 1: worker-0 (container pytorch) exited 1")
+	require.GreaterOrEqual(t, noticed, 0, "the restart's failure is noticed: %q", notes)
 	require.Equal(t, []string{
 		"waiting for logs: AppWrapper demo: Queued in LocalQueue team-a: Kueue has not made a Workload for it yet",
 		"worker-0: container pytorch restarted (1 restarts); its new log follows",
 		"new pods master-0, worker-0: the AppWrapper was reset after a failure (retry 1); their logs follow",
-	}, notes)
+	}, slices.Delete(notes, noticed, noticed+1))
 	for _, asked := range source.asked {
+		if strings.Contains(asked, "tailLines") {
+			// The last lines of the run that failed, for its cause.
+			require.Equal(t, "ml/demo-worker-0/pytorch/previous container=pytorch follow=false timestamps=false tailLines=200", asked)
+			continue
+		}
 		require.Contains(t, asked, "follow=true")
 	}
 }
@@ -255,7 +268,7 @@ func TestLogsFollowedOfAJobThatFails(t *testing.T) {
 	lines, _, last, err := logs(t, client, LogRequest{Follow: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{"master-0|8|Traceback"}, lines)
-	require.Equal(t, "AppWrapper demo: Failed: FoundFailedPods; pod demo-master-0, container pytorch, exit code 3 (Error)", last.Line())
+	require.Equal(t, "AppWrapper demo: Failed: FoundFailedPods; master-0 (container pytorch) exited 3", last.Line())
 }
 
 func TestLogsErrors(t *testing.T) {

@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // condition is a condition of a job or a Workload, of any of their types.
@@ -173,7 +176,7 @@ func (s *Status) fromT9k(obj *unstructured.Unstructured) error {
 		}
 		s.Reason, s.Message = c.Reason, c.Message
 		// Its pods may be gone; its status keeps their exit codes.
-		s.FailedPod = st.failedReplica()
+		s.Failure = st.failedReplica()
 	case "Running":
 		s.State = Running
 	case "Paused", "Resuming", "Unknown":
@@ -188,12 +191,14 @@ func (s *Status) fromT9k(obj *unstructured.Unstructured) error {
 }
 
 // failedReplica is the first replica whose container exited with an error.
-func (st t9kStatus) failedReplica() *FailedPod {
+func (st t9kStatus) failedReplica() *failure.Failure {
 	for _, task := range st.Tasks {
 		for _, r := range task.Replicas {
 			for _, c := range r.Containers {
 				if c.ExitCode != 0 {
-					return &FailedPod{Pod: task.Type + " " + r.Name, Container: c.Name, ExitCode: &c.ExitCode}
+					// T9k names a replica by its index, not its pod's name.
+					code, member := c.ExitCode, strings.ToLower(task.Type)+"-"+r.Name
+					return &failure.Failure{Key: member + "/" + c.Name, Member: member, Container: c.Name, Reason: "Error", ExitCode: &code}
 				}
 			}
 		}
@@ -201,10 +206,11 @@ func (st t9kStatus) failedReplica() *FailedPod {
 	return nil
 }
 
-// fromPods counts the pods, and finds a failed one (which tells more than
-// what the job's status keeps) and what keeps the others from starting.
-func (s *Status) fromPods(list []corev1.Pod) {
-	found := false
+// fromPods counts the pods, and finds the failures they show (the root
+// cause of them, which tells more than what the job's status keeps) and
+// what keeps the others from starting.
+func (s *Status) fromPods(obj *unstructured.Unstructured, list []corev1.Pod) {
+	var failed failure.Attempt
 	for _, pod := range list {
 		switch pod.Status.Phase {
 		case corev1.PodPending:
@@ -225,10 +231,25 @@ func (s *Status) fromPods(list []corev1.Pod) {
 		if s.Pods.Problem == "" {
 			s.Pods.Problem = problem(pod)
 		}
-		if f := failure(pod); f != nil && !found {
-			s.FailedPod, found = f, true
+		for _, f := range failure.FromPod(&pod, memberOf(obj, &pod)) {
+			// A pod that waits for its image is a problem, said as one.
+			if !f.Waiting() {
+				failed.Failures = append(failed.Failures, f)
+			}
 		}
 	}
+	if root, ok := failed.Root(); ok {
+		s.Failure = &root
+	}
+}
+
+// memberOf is a pod's place in its job, as generator logs labels it; ""
+// when the pod does not say.
+func memberOf(obj *unstructured.Unstructured, pod *corev1.Pod) string {
+	if m, known := kindOf(obj).member(obj.Object, pod); known {
+		return m.String()
+	}
+	return ""
 }
 
 func ready(pod corev1.Pod) bool {
@@ -238,20 +259,6 @@ func ready(pod corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// failure is the failure a pod shows: a container that exited with an
-// error, else the pod's own reason when it failed.
-func failure(pod corev1.Pod) *FailedPod {
-	for _, c := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
-		if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
-			return &FailedPod{Pod: pod.Name, Container: c.Name, ExitCode: &t.ExitCode, Reason: t.Reason, Message: t.Message}
-		}
-	}
-	if pod.Status.Phase == corev1.PodFailed {
-		return &FailedPod{Pod: pod.Name, Reason: pod.Status.Reason, Message: pod.Status.Message}
-	}
-	return nil
 }
 
 // problem is what keeps a pod from running: no node for it, or a container
@@ -282,6 +289,13 @@ type workload struct {
 		// Active is false for a Workload held (kueuectl stop workload,
 		// generator stop); nil is true.
 		Active *bool `json:"active"`
+		// Priority is its priority, PriorityClassName (v1beta1) or
+		// PriorityClassRef (v1beta2) the class it comes from.
+		Priority          *int32 `json:"priority"`
+		PriorityClassName string `json:"priorityClassName"`
+		PriorityClassRef  *struct {
+			Name string `json:"name"`
+		} `json:"priorityClassRef"`
 	} `json:"spec"`
 	Status struct {
 		Conditions conditions `json:"conditions"`
@@ -312,7 +326,7 @@ func (s *Status) fromWorkload(wl *workload, queued bool) {
 	}
 	switch s.State {
 	case Queued:
-		s.Reason, s.Message = waiting(cs)
+		s.Reason, s.Message = waiting(wl)
 	case Failed:
 		if c, ok := cs.get("Finished"); ok && s.Reason == "" && s.Message == "" {
 			s.Reason, s.Message = c.Reason, c.Message
@@ -322,9 +336,13 @@ func (s *Status) fromWorkload(wl *workload, queued bool) {
 
 // waiting says why Kueue holds a Workload back: evicted (preempted,
 // deactivated), waiting to be queued again, no quota for it yet, or
-// admission checks.
-func waiting(cs conditions) (reason, message string) {
-	if c, ok := cs.get("Evicted"); ok && c.Status == string(metav1.ConditionTrue) {
+// admission checks. Kueue leaves a Workload deactivated then reactivated
+// (generator stop, then resume) Evicted for its deactivation, which no
+// longer holds it.
+func waiting(wl *workload) (reason, message string) {
+	cs := wl.Status.Conditions
+	reactivated := wl.Spec.Active == nil || *wl.Spec.Active
+	if c, ok := cs.get("Evicted"); ok && c.Status == string(metav1.ConditionTrue) && !(c.Reason == "Deactivated" && reactivated) {
 		return c.Reason, c.Message
 	}
 	if c, ok := cs.get("Requeued"); ok && c.Status == string(metav1.ConditionFalse) {

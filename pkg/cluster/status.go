@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // The resources that status reads, beside the jobs' (kinds).
@@ -125,8 +127,14 @@ type Status struct {
 	// its marker annotation (torchwrap.dev/generator-version); "" for a
 	// job made otherwise.
 	Generator string `json:"generator,omitempty"`
-	// FailedPod is a pod that failed.
-	FailedPod *FailedPod `json:"failedPod,omitempty"`
+	// Failure is the root cause of the failures its pods show (or, for a
+	// T9k job, its status keeps).
+	Failure *failure.Failure `json:"failure,omitempty"`
+	// Attempts are the failed attempts of the job kept on this machine
+	// (Client.Keeper), the first first; Unseen the numbers of those that
+	// failed with nothing kept (status only).
+	Attempts []failure.Attempt `json:"attempts,omitempty"`
+	Unseen   []int             `json:"unseen,omitempty"`
 	// Warnings are the recent Warning events of the job's objects and pods,
 	// the latest first (status only).
 	Warnings []Event `json:"warnings,omitempty"`
@@ -154,17 +162,6 @@ type Pods struct {
 	Problem string `json:"problem,omitempty"`
 }
 
-// FailedPod is a pod that failed, with its failing container's exit code
-// when it shows one.
-type FailedPod struct {
-	Pod       string `json:"pod"`
-	Container string `json:"container,omitempty"`
-	ExitCode  *int32 `json:"exitCode,omitempty"`
-	// Reason is the container's (Error, OOMKilled) or the pod's (Evicted).
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
 // Status reads the picture of a submitted job: the job, its Kueue Workload,
 // its pods, its place in the queue when Kueue's visibility API answers, and
 // its recent Warning events. What it may not read is in the Notes; the
@@ -184,18 +181,57 @@ func (c *Client) Status(ctx context.Context, ref Ref) (Status, error) {
 		return s, err
 	}
 	s.Warnings = warnings
+	c.story(obj, podList, &s)
 	return s, nil
 }
 
+// story adds to the status what was kept of the job's failed attempts,
+// once the failures its pods show now are kept too, and which failed
+// attempts nothing was kept of.
+func (c *Client) story(obj *unstructured.Unstructured, podList []corev1.Pod, s *Status) {
+	if c.Keeper == nil {
+		return
+	}
+	now := attempt(obj)
+	var seen []failure.Failure
+	for i := range podList {
+		seen = append(seen, failure.FromPod(&podList[i], memberOf(obj, &podList[i]))...)
+	}
+	if f, ok := preemption(*s); ok {
+		seen = append(seen, f)
+	}
+	for _, f := range seen {
+		if n := c.keep(obj, now, f); n.NotKept != nil {
+			s.Notes = append(s.Notes, "keeping why it failed: "+n.NotKept.Error())
+			return
+		}
+	}
+	story, err := c.Keeper.Story(storyOf(c, obj))
+	if err != nil {
+		s.Notes = append(s.Notes, "what was kept of why it failed: "+err.Error())
+		return
+	}
+	s.Attempts = story.Attempts
+	failed := int(s.Retries)
+	if s.State == Failed {
+		failed++
+	}
+	for n := 1; n <= failed; n++ {
+		if _, ok := story.Attempt(n); !ok {
+			s.Unseen = append(s.Unseen, n)
+		}
+	}
+}
+
 // reading reads the picture of a job as Status does, without its events:
-// what Follow reads every few seconds.
-func (c *Client) reading(ctx context.Context, ref Ref) (Status, error) {
+// what Follow reads every few seconds; and the job.
+func (c *Client) reading(ctx context.Context, ref Ref) (Status, *unstructured.Unstructured, error) {
 	obj, err := c.get(ctx, ref)
 	if err != nil {
-		return Status{}, err
+		return Status{}, nil, err
 	}
 	s, _, _, err := c.read(ctx, obj)
-	return s, err
+	return s, obj, err
 }
 
 // get reads a job: NotFound when it is not there, NotServed when its kind
@@ -234,6 +270,7 @@ func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured) (Stat
 		return s, nil, nil, err
 	}
 	c.place(ctx, &s)
+	c.namePreemptor(ctx, &s)
 	return s, podList, wl, nil
 }
 
@@ -260,7 +297,7 @@ func picture(obj *unstructured.Unstructured, podList []corev1.Pod, wl *workload)
 	if err := k.state(&s, obj); err != nil {
 		return s, fmt.Errorf("reading the status of %s %q: %w", s.Kind, s.Name, err)
 	}
-	s.fromPods(podList)
+	s.fromPods(obj, podList)
 	// The controller's word may lag behind the pods (AppWrapper looks at
 	// them every few seconds), or not be said (JobSet, TrainJob): a job
 	// whose pods are all ready, or done with success, is running.

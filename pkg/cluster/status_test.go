@@ -159,6 +159,28 @@ func TestStatus(t *testing.T) {
 		wantState: Queued,
 		want:      "AppWrapper demo: Queued in LocalQueue team-a (Suspending): Preempted: Preempted to accommodate a workload (UID: 1234) due to prioritization in the ClusterQueue",
 	}, {
+		// Kueue names the preemptor by its uid: status names its job, its
+		// Workload and its priority.
+		name: "preempted by a workload it can read",
+		objects: []string{appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", `{conditions: [
+  {type: QuotaReserved, status: 'False', reason: Pending, message: "waiting"},
+  {type: Evicted, status: 'True', reason: Preempted, message: "Preempted to accommodate a workload (UID: 1234, JobUID: 5678) due to reclamation within the cohort; preemptor path: /teams/team-b-cq; preemptee path: /teams/team-a-cq"}]}`),
+			strings.NewReplacer("name: appwrapper-demo-7d9f2", "name: appwrapper-big-5b1c0\n  uid: '1234'", "name: demo, uid: big-uid", "name: big, uid: big-uid",
+				"spec: {queueName: team-a}", "spec: {queueName: team-b, priority: 100, priorityClassName: high-priority}").Replace(workloadOwnedBy("big-uid", admittedWL))},
+		wantState: Queued,
+		want: "AppWrapper demo: Queued in LocalQueue team-a: Preempted: preempted by AppWrapper ml/big (Workload ml/appwrapper-big-5b1c0, priority high-priority = 100) " +
+			"due to reclamation within the cohort; preemptor path: /teams/team-b-cq; preemptee path: /teams/team-a-cq",
+	}, {
+		// Resumed (generator resume), it waits for quota: Kueue leaves its
+		// Workload Evicted for the deactivation, which holds it no more.
+		name: "resumed, waiting for quota",
+		objects: []string{appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", `{conditions: [
+  {type: Evicted, status: 'True', reason: Deactivated, message: "The workload is deactivated"},
+  {type: Requeued, status: 'True', reason: Reactivated, message: "The workload was reactivated"},
+  {type: QuotaReserved, status: 'False', reason: Pending, message: "couldn't assign flavors to pod set 0-0: insufficient unused quota for nvidia.com/gpu in flavor gpu-flavor, 4 more needed"}]}`)},
+		wantState: Queued,
+		want:      "AppWrapper demo: Queued in LocalQueue team-a: Pending: couldn't assign flavors to pod set 0-0: insufficient unused quota for nvidia.com/gpu in flavor gpu-flavor, 4 more needed",
+	}, {
 		name: "admitted, its pods starting, one image not found",
 		objects: []string{appWrapper("{phase: Running, conditions: [{type: PodsReady, status: 'False', reason: InsufficientPodsReady}]}"),
 			workloadOwnedBy("aw-uid", admittedWL),
@@ -209,7 +231,7 @@ func TestStatus(t *testing.T) {
 			workloadOwnedBy("aw-uid", admittedWL),
 			pod("demo-master-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 1, reason: Error}}}]}`)},
 		wantState: Admitted,
-		want:      "AppWrapper demo: Admitted (Resetting, 1 retry), pods ready 0/2: FoundFailedPods; pod demo-master-0, container pytorch, exit code 1 (Error)",
+		want:      "AppWrapper demo: Admitted (Resetting, 1 retry), pods ready 0/2: FoundFailedPods; pod demo-master-0 (container pytorch) exited 1",
 	}, {
 		name: "failed, with the pod that failed",
 		objects: []string{appWrapper(`{phase: Failed, resettingCount: 3, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}`),
@@ -217,7 +239,7 @@ func TestStatus(t *testing.T) {
 			pod("demo-master-0", awPods, `{phase: Succeeded}`),
 			pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 137, reason: OOMKilled}}}]}`)},
 		wantState: Failed,
-		want:      "AppWrapper demo: Failed (3 retries): FoundFailedPods; pod demo-worker-0, container pytorch, exit code 137 (OOMKilled)",
+		want:      "AppWrapper demo: Failed (3 retries): FoundFailedPods; pod demo-worker-0 (container pytorch) ran out of memory (OOMKilled: killed for using more than its memory limit)",
 	}, {
 		name: "failed, its pods gone: Kueue's word",
 		objects: []string{appWrapper(`{phase: Failed}`),
@@ -280,7 +302,7 @@ status:
     - {name: "2", phase: Failed, containers: [{name: pytorch, state: Terminated, exitCode: 3}]}
 `},
 		wantState: Failed,
-		want:      "PyTorchTrainingJob demo: Failed (2 retries): ReplicaFailed: worker 2 failed; pod worker 2, container pytorch, exit code 3",
+		want:      "PyTorchTrainingJob demo: Failed (2 retries): ReplicaFailed: worker 2 failed; worker-2 (container pytorch) exited 3",
 	}, {
 		name: "a bare DeepSpeedJob, waiting in T9k's queue; its pods by their owner",
 		ref:  Ref{Kind: "DeepSpeedJob", Namespace: "ml", Name: "demo"},
@@ -345,7 +367,7 @@ status: {phase: Pending}
 			workloadOwnedBy("js-uid", `{conditions: [{type: Finished, status: 'True', reason: Failed, message: "jobset failed"}]}`),
 			pod("demo-node-0-0", jobSetPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 1, reason: Error}}}]}`)},
 		wantState: Failed,
-		want:      "JobSet demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-0, container pytorch, exit code 1 (Error)",
+		want:      "JobSet demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-0 (container pytorch) exited 1",
 	}, {
 		name: "a bare JobSet, succeeded",
 		ref:  Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"},
@@ -383,7 +405,7 @@ status: {phase: Pending}
 			pod("demo-node-0-0", jobSetPods, "{phase: Running}"),
 			pod("demo-node-0-2", jobSetPods, `{phase: Failed, containerStatuses: [{name: node, state: {terminated: {exitCode: 137, reason: OOMKilled}}}]}`)},
 		wantState: Failed,
-		want:      "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-2, container node, exit code 137 (OOMKilled)",
+		want:      "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-2 (container node) ran out of memory (OOMKilled: killed for using more than its memory limit)",
 	}, {
 		name:      "a TrainJob, complete",
 		ref:       Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"},
@@ -494,7 +516,9 @@ func TestStatusLines(t *testing.T) {
 	}
 	want := `AppWrapper "demo" in namespace "ml": Failed (3 retries)
   why:       FoundFailedPods
-  failed:    pod demo-worker-0, container pytorch, exit code 137 (OOMKilled): Killed while loading the checkpoint
+  failed:    pod demo-worker-0 (container pytorch) ran out of memory (OOMKilled: killed for using more than its memory limit)
+             | Killed
+             | while loading the checkpoint
   pods:      ready 0/2; 1 succeeded, 1 failed
   queue:     LocalQueue team-a, ClusterQueue team-a-cq
   workload:  appwrapper-demo-7d9f2
@@ -508,7 +532,8 @@ func TestStatusLines(t *testing.T) {
 	}
 	wantJSON := `{"kind":"AppWrapper","name":"demo","namespace":"ml","state":"Failed","reason":"FoundFailedPods","queue":"team-a",` +
 		`"clusterQueue":"team-a-cq","workload":"appwrapper-demo-7d9f2","pods":{"expected":2,"pending":0,"running":0,"ready":0,"succeeded":1,"failed":1,"restarts":0},` +
-		`"retries":3,"gpus":0,"failedPod":{"pod":"demo-worker-0","container":"pytorch","exitCode":137,"reason":"OOMKilled","message":"Killed\nwhile loading the checkpoint"}}`
+		`"retries":3,"gpus":0,"failure":{"key":"/pytorch/0","pod":"demo-worker-0","container":"pytorch","reason":"OOMKilled","exitCode":137,"signal":"SIGKILL",` +
+		`"lines":["Killed","while loading the checkpoint"]}}`
 	if string(data) != wantJSON {
 		t.Errorf("JSON:\n got %s\nwant %s", data, wantJSON)
 	}
@@ -620,7 +645,9 @@ func TestStatusWarnings(t *testing.T) {
 		event("e1", "Warning", "Pod", "demo-worker-0", "FailedScheduling", "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.", "2026-01-01T10:05:00Z", 7),
 		event("e2", "Warning", "Pod", "demo-master-0", "BackOff", "Back-off restarting failed container pytorch", "2026-01-01T10:04:00Z", 2),
 		event("e3", "Warning", "Pod", "demo-master-0", "FailedMount", "MountVolume.SetUp failed for volume \"data\":\nnot found", "2026-01-01T10:01:00Z", 1),
-		event("e4", "Warning", "PyTorchJob", "demo", "FailedCreatePod", "pods \"demo-worker-0\" is forbidden", "2026-01-01T10:00:00Z", 1),
+		// The training operator says a failed pod's whole termination
+		// message: status cuts it.
+		event("e4", "Warning", "PyTorchJob", "demo", "Error", "Error pod demo-worker-0 container pytorch exitCode: 1 terminated message: "+strings.Repeat("x", 400), "2026-01-01T10:00:00Z", 1),
 		event("e5", "Normal", "Pod", "demo-master-0", "Pulled", "pulled", "2026-01-01T10:06:00Z", 1),
 		event("e6", "Warning", "Pod", "other-master-0", "BackOff", "not this job's", "2026-01-01T10:06:00Z", 1),
 	)
@@ -636,7 +663,7 @@ func TestStatusWarnings(t *testing.T) {
   warning:   FailedScheduling (Pod demo-worker-0, 7 times): 0/4 nodes are available: 4 Insufficient nvidia.com/gpu.
   warning:   BackOff (Pod demo-master-0, 2 times): Back-off restarting failed container pytorch
   warning:   FailedMount (Pod demo-master-0): MountVolume.SetUp failed for volume "data": not found
-  warning:   FailedCreatePod (PyTorchJob demo): pods "demo-worker-0" is forbidden
+  warning:   Error (PyTorchJob demo): Error pod demo-worker-0 container pytorch exitCode: 1 terminated message: ` + strings.Repeat("x", 200) + `…
 `
 	if got := s.Lines(); got != want {
 		t.Errorf("Lines():\n%s\nwant:\n%s", got, want)
@@ -670,7 +697,7 @@ func TestAKindTheClusterDoesNotServe(t *testing.T) {
 	require.EqualError(t, err, want)
 	_, err = client.Delete(ctx, ref, true)
 	require.EqualError(t, err, want)
-	_, err = client.Logs(ctx, LogRequest{Ref: ref}, func(LogLine) {}, func(string) {})
+	_, err = client.Logs(ctx, LogRequest{Ref: ref}, func(LogLine) {}, func(string) {}, func(Noticed) {})
 	require.EqualError(t, err, want)
 }
 

@@ -1,0 +1,349 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/torchwrap/generator/pkg/failure"
+)
+
+// Noticed is a failure of a job, noticed as it happened (by a follower), or
+// read from a pod that still shows it (by status).
+type Noticed struct {
+	// Attempt is the run of the job it failed in, 1 for the first; Of how
+	// many runs the job may make, 0 when not known.
+	Attempt, Of int
+	Failure     failure.Failure
+	// NotKept says why the failure could not be kept on this machine.
+	NotKept error
+}
+
+// tailLines is how much of a failed container's log is read for its cause:
+// enough for torchrun's summary and a traceback before it.
+const tailLines = 200
+
+// failures notices the failures of a job's pods while it is followed, each
+// once: it reads a failed container's last lines while its pod is there
+// (the AppWrapper controller deletes the pods of a failed attempt), keeps
+// the failure (Client.Keeper), and hands it to notice.
+type failures struct {
+	client *Client
+	job    *reading
+	notice func(Noticed)
+	// pods are the job's pods seen, by uid; attempts the attempt each pod
+	// failed in; noticed the keys of the failures noticed.
+	pods     map[types.UID]*corev1.Pod
+	attempts map[types.UID]int
+	noticed  map[string]bool
+}
+
+// reading is the job as its follower last read it, which the watch of its
+// failures reads too.
+type reading struct {
+	mu  sync.Mutex
+	obj *unstructured.Unstructured
+}
+
+func (r *reading) set(obj *unstructured.Unstructured) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.obj = obj
+}
+
+func (r *reading) get() *unstructured.Unstructured {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.obj
+}
+
+// watchFailures watches the pods of a job (as its follower last read it),
+// and the Warning events about them, until ctx ends, and notices each
+// failure they show. Without a watch (not allowed, say), it notices nothing.
+func (c *Client) watchFailures(ctx context.Context, job *reading, notice func(Noticed)) {
+	obj := job.get()
+	w := &failures{client: c, job: job, notice: notice, pods: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{}}
+	podEvents, err := c.lastingWatch(ctx, pods, obj.GetNamespace(), metav1.ListOptions{LabelSelector: kindOf(obj).selector(obj.GetName())})
+	if err != nil {
+		return
+	}
+	defer podEvents.stop()
+	// Events are a help: the node controller says in them alone that a
+	// pod's node stopped answering.
+	warnings, err := c.lastingWatch(ctx, events, obj.GetNamespace(), metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
+	if err != nil {
+		warnings = &lasting{current: watch.NewEmptyWatch()}
+	}
+	defer warnings.stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case event, ok := <-podEvents.current.ResultChan():
+			if !ok {
+				podEvents.reopen(ctx)
+				continue
+			}
+			var pod corev1.Pod
+			if podEvents.seen(event, &pod) && kindOf(obj).owns(obj, &pod) {
+				w.pods[pod.UID] = &pod
+				w.pod(ctx, &pod)
+			}
+		case event, ok := <-warnings.current.ResultChan():
+			if !ok {
+				warnings.reopen(ctx)
+				continue
+			}
+			var e corev1.Event
+			if warnings.seen(event, &e) && e.InvolvedObject.Kind == "Pod" {
+				if pod, ours := w.pods[e.InvolvedObject.UID]; ours {
+					if f, ok := failure.FromEvent(&e, pod, w.member(pod)); ok {
+						w.add(ctx, pod, f)
+					}
+				}
+			}
+		}
+	}
+}
+
+// lasting is a watch that lasts until its context ends: the client's
+// timeout ends a watch's request (30 s unless --request-timeout says
+// otherwise), and the API server ends one now and then; it is opened again
+// from the last version seen, or anew when that version is gone.
+type lasting struct {
+	open    func(version string) (watch.Interface, error)
+	current watch.Interface
+	// version is the resourceVersion of the last object seen.
+	version string
+}
+
+// lastingWatch opens a lasting watch of a resource in a namespace.
+func (c *Client) lastingWatch(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (*lasting, error) {
+	l := &lasting{open: func(version string) (watch.Interface, error) {
+		o := opts
+		o.ResourceVersion, o.AllowWatchBookmarks = version, true
+		return c.Dynamic.Resource(resource).Namespace(namespace).Watch(ctx, o)
+	}}
+	var err error
+	l.current, err = l.open("")
+	return l, err
+}
+
+// reopen opens the watch again once it has ended, a second after each try
+// that fails, until ctx ends.
+func (l *lasting) reopen(ctx context.Context) {
+	l.current.Stop()
+	for ctx.Err() == nil {
+		w, err := l.open(l.version)
+		if err == nil {
+			l.current = w
+			return
+		}
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			l.version = ""
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	l.current = watch.NewEmptyWatch()
+}
+
+// seen reads the object of an event that adds or changes it into into, and
+// keeps its version; an error event (its version is gone) has the watch
+// opened anew.
+func (l *lasting) seen(event watch.Event, into any) bool {
+	if event.Type == watch.Error {
+		l.version = ""
+		l.current.Stop()
+		return false
+	}
+	obj, ok := event.Object.(*unstructured.Unstructured)
+	if !ok {
+		return false
+	}
+	l.version = obj.GetResourceVersion()
+	return (event.Type == watch.Added || event.Type == watch.Modified) &&
+		runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into) == nil
+}
+
+func (l *lasting) stop() { l.current.Stop() }
+
+// pod notices the failures a pod shows.
+func (w *failures) pod(ctx context.Context, pod *corev1.Pod) {
+	for _, f := range failure.FromPod(pod, w.member(pod)) {
+		w.add(ctx, pod, f)
+	}
+}
+
+func (w *failures) member(pod *corev1.Pod) string { return memberOf(w.job.get(), pod) }
+
+// add notices a failure of a pod, unless it was noticed already: with the
+// last lines of its container's log, while they can be read, and kept.
+func (w *failures) add(ctx context.Context, pod *corev1.Pod, f failure.Failure) {
+	if w.noticed[f.Key] {
+		return
+	}
+	w.noticed[f.Key] = true
+	if f.ExitCode != nil {
+		w.client.readLines(ctx, pod, &f)
+	}
+	obj := w.job.get()
+	if _, ok := w.attempts[pod.UID]; !ok {
+		w.attempts[pod.UID] = attempt(obj)
+	}
+	w.notice(w.client.keep(obj, w.attempts[pod.UID], f))
+}
+
+// attempt is the run a job is in: 1, then one more at each retry; during
+// a reset, the run that failed. A pod's failure is of the attempt the job
+// is in when its follower notices it, as last read: a failure comes before
+// the job's controller resets the job, or as it does (a job resetting has
+// counted the retry already, and its pods are those of the attempt that
+// failed), and the controller pauses before the next attempt. A pod's
+// later failures are of the same attempt.
+func attempt(obj *unstructured.Unstructured) int {
+	var s Status
+	if err := kindOf(obj).state(&s, obj); err != nil {
+		return 1
+	}
+	if s.Phase == "Resetting" || s.Phase == "Restarting" {
+		return int(s.Retries)
+	}
+	return int(s.Retries) + 1
+}
+
+// retryLimit is the AppWrapper's annotation of how many times it resets its
+// job after a failure.
+const retryLimit = "workload.codeflare.dev.appwrapper/retryLimit"
+
+// runs is how many runs a job may make: an AppWrapper's retryLimit and
+// one; 0 when it does not say (its controller's default applies).
+func runs(obj *unstructured.Unstructured) int {
+	if obj.GetKind() != "AppWrapper" {
+		return 0
+	}
+	limit, err := strconv.Atoi(obj.GetAnnotations()[retryLimit])
+	if err != nil {
+		return 0
+	}
+	return limit + 1
+}
+
+// keep keeps a failure of an attempt of the job, when the client keeps
+// failures (Keeper), and says what it noticed.
+func (c *Client) keep(obj *unstructured.Unstructured, attempt int, f failure.Failure) Noticed {
+	n := Noticed{Attempt: attempt, Of: runs(obj), Failure: f}
+	if c.Keeper != nil {
+		_, n.NotKept = c.Keeper.Keep(storyOf(c, obj), attempt, n.Of, f)
+	}
+	return n
+}
+
+// storyOf names a job's story in the Keeper.
+func storyOf(c *Client, obj *unstructured.Unstructured) failure.Job {
+	return failure.Job{Cluster: c.Server, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID())}
+}
+
+// readLines reads the last lines of a failed container's log, while its pod
+// is there: more than the termination message keeps (2 KiB at most), and
+// there is none unless terminationMessagePolicy is FallbackToLogsOnError.
+// The termination message stays when the log cannot be read.
+func (c *Client) readLines(ctx context.Context, pod *corev1.Pod, f *failure.Failure) {
+	if c.LogSource == nil {
+		return
+	}
+	status, ok := containerStatus(pod, f.Container)
+	n := int64(tailLines)
+	rc, err := c.LogSource.Log(ctx, pod.Namespace, pod.Name, LogOptions{Container: f.Container, TailLines: &n, Previous: ok && status.RestartCount > f.Restart})
+	if err != nil {
+		return
+	}
+	defer rc.Close()
+	var lines []string
+	scanner := bufio.NewScanner(rc)
+	scanner.Buffer(make([]byte, 64*1024), 1024*1024)
+	for scanner.Scan() {
+		lines = append(lines, scanner.Text())
+	}
+	if len(lines) >= len(f.Lines) {
+		f.SetLines(lines)
+	}
+}
+
+// preemptedBy reads the workload that Kueue's message says preempted the
+// job: "Preempted to accommodate a workload (UID: 62b8..., JobUID: 845b...)
+// due to prioritization in the ClusterQueue".
+var preemptedBy = regexp.MustCompile(`^Preempted to accommodate a workload \(UID: ([^,)]+)(?:, JobUID: [^)]*)?\)(.*)$`)
+
+// namePreemptor says which workload preempted a job, where Kueue's message
+// gives only its uid: its job's kind and name, the Workload and its
+// priority. The message stays when the workload cannot be found.
+func (c *Client) namePreemptor(ctx context.Context, s *Status) {
+	m := preemptedBy.FindStringSubmatch(s.Message)
+	if m == nil {
+		return
+	}
+	// Most often in the job's own namespace; else anywhere it may list.
+	for _, namespace := range []string{s.Namespace, ""} {
+		owned, err := c.workloads(ctx, namespace)
+		if err != nil {
+			continue
+		}
+		for _, wl := range owned {
+			if string(wl.UID) != m[1] {
+				continue
+			}
+			by := fmt.Sprintf("Workload %s/%s", wl.Namespace, wl.Name)
+			if len(wl.OwnerReferences) > 0 {
+				owner := wl.OwnerReferences[0]
+				by = fmt.Sprintf("%s %s/%s (%s", owner.Kind, wl.Namespace, owner.Name, by)
+			} else {
+				by += " ("
+			}
+			by += ", priority " + priorityOf(wl) + ")"
+			s.Message = "preempted by " + by + m[2]
+			return
+		}
+	}
+}
+
+// priorityOf says a Workload's priority: its class and value.
+func priorityOf(wl *workload) string {
+	value := "0"
+	if wl.Spec.Priority != nil {
+		value = strconv.Itoa(int(*wl.Spec.Priority))
+	}
+	class := wl.Spec.PriorityClassName
+	if ref := wl.Spec.PriorityClassRef; ref != nil {
+		class = ref.Name
+	}
+	if class == "" {
+		return value
+	}
+	return class + " = " + value
+}
+
+// Kept is what was kept on this machine of the job's failed attempts.
+func (c *Client) Kept(ctx context.Context, ref Ref) (failure.Story, error) {
+	obj, err := c.get(ctx, ref)
+	if err != nil || c.Keeper == nil {
+		return failure.Story{}, err
+	}
+	return c.Keeper.Story(storyOf(c, obj))
+}

@@ -1,0 +1,205 @@
+package failure
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Cause is what a failed container's last lines say of why it failed: the
+// rank torchrun found failing first, and that rank's own error; the shell's
+// line when a command of the launch script failed; torchrun's own error
+// when it failed itself (a rendezvous that timed out).
+type Cause struct {
+	// Rank and LocalRank are the global and local rank of the process that
+	// failed, from torchrun's "Root Cause" summary; nil without one.
+	Rank      *int `json:"rank,omitempty"`
+	LocalRank *int `json:"localRank,omitempty"`
+	// ExitCode is that process's exit code; Signal the signal that ended it
+	// instead (SIGKILL).
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	// Others counts the other processes torchrun saw fail.
+	Others int `json:"others,omitempty"`
+	// Error is the program's own error: the last line of its traceback
+	// (ZeroDivisionError: division by zero), or Python's line when it could
+	// not start the program.
+	Error string `json:"error,omitempty"`
+	// Shell is the first error line of the shell that runs the launch
+	// script: a setup command that failed (sh: 3: cd: can't cd to /data).
+	Shell string `json:"shell,omitempty"`
+	// Torchrun is torchrun's own error, when it failed before or without its
+	// workers (torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError).
+	Torchrun string `json:"torchrun,omitempty"`
+}
+
+// Empty tells whether the lines said nothing of the failure.
+func (c Cause) Empty() bool {
+	return c.Rank == nil && c.ExitCode == nil && c.Error == "" && c.Shell == "" && c.Torchrun == ""
+}
+
+var (
+	// A field of torchrun's summary of a failed process:
+	//   rank      : 1 (local_rank: 1)
+	summaryField = regexp.MustCompile(`^\s+(\w+)\s*: (.*)$`)
+	rankField    = regexp.MustCompile(`^(\d+) \(local_rank: (\d+)\)`)
+	exitField    = regexp.MustCompile(`^(-?\d+)`)
+	signalField  = regexp.MustCompile(`^Signal \d+ \((SIG\w+)\)`)
+	// The error line of a shell: dash's "sh: 3: cd: can't cd to /data",
+	// bash's "sh: line 3: cd: /data: No such file or directory".
+	shellError = regexp.MustCompile(`^(?:/bin/|/usr/bin/)?(?:sh|bash|dash): (?:line )?\d+: .+`)
+	// Python's own line when it cannot run the program:
+	//   /usr/bin/python3: can't open file '/app/train.py': [Errno 2] No such file or directory
+	pythonError = regexp.MustCompile(`^\S*python[\d.]*: .+`)
+	// The prefix torchrun writes before a worker's lines with --tee or
+	// --local-ranks-filter: [rank1]: or [default1]:.
+	workerPrefix = regexp.MustCompile(`^\[(?:rank|default)\d+\]:`)
+	// Errors of processes that lost a peer: consequences of another's
+	// failure, not causes.
+	peerLost = regexp.MustCompile(`(?i)connection (reset|closed) by peer|broken pipe|communicator was aborted|socket timeout|connection refused|timed out`)
+)
+
+// childFailed is the exception torchrun raises when a worker failed; its
+// traceback is torchrun's, not the program's.
+const childFailed = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+
+// summaryEntry is one failed process of torchrun's summary.
+type summaryEntry struct {
+	rank, localRank, exit *int
+	signal                string
+}
+
+// Read reads the last lines of a failed container for its cause: torchrun's
+// summary of the failed processes ("Root Cause (first observed failure)"),
+// the Python tracebacks before it, Python's own error lines and the shell's.
+// Lines torchrun prefixes with a worker's name are read without it.
+func Read(lines []string) Cause {
+	var c Cause
+	var root *summaryEntry
+	var others []summaryEntry
+	var errs []string
+	inTraceback, torchrunsOwn, chained := false, false, false
+	var entry *summaryEntry
+	inRoot := false
+	for _, raw := range lines {
+		line := strings.TrimRight(raw, "\r")
+		if prefix := workerPrefix.FindString(line); prefix != "" {
+			line = strings.TrimPrefix(line[len(prefix):], " ")
+		}
+		switch {
+		case strings.HasPrefix(line, "Traceback (most recent call last):"):
+			inTraceback, torchrunsOwn = true, false
+			continue
+		case strings.HasPrefix(line, "During handling of the above exception") || strings.HasPrefix(line, "The above exception was the direct cause"):
+			// The next traceback ends the same process: its error is
+			// the one the process ended with.
+			chained = len(errs) > 0
+			continue
+		case inTraceback && (strings.HasPrefix(line, " ") || line == ""):
+			if strings.Contains(line, "torch/distributed/run.py") || strings.Contains(line, "torch/distributed/launcher/") {
+				torchrunsOwn = true
+			}
+			continue
+		case inTraceback:
+			inTraceback = false
+			switch {
+			case strings.HasPrefix(line, childFailed):
+			case torchrunsOwn:
+				c.Torchrun = strings.TrimSpace(line)
+			case chained:
+				errs[len(errs)-1] = strings.TrimSpace(line)
+			default:
+				errs = append(errs, strings.TrimSpace(line))
+			}
+			chained = false
+			continue
+		}
+		switch {
+		case c.Shell == "" && shellError.MatchString(line):
+			c.Shell = line
+		case pythonError.MatchString(line):
+			errs = append(errs, line)
+		case strings.HasPrefix(line, "Root Cause (first observed failure):"):
+			inRoot = true
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]:"):
+			entry = &summaryEntry{}
+			if inRoot {
+				root = entry
+			} else {
+				others = append(others, summaryEntry{})
+				entry = &others[len(others)-1]
+			}
+		case strings.HasPrefix(line, "====") || strings.HasPrefix(line, "----"):
+			entry = nil
+		case entry != nil:
+			entry.read(line)
+		}
+	}
+	// A failure of torchrun's own, once its workers had failed, is the
+	// ChildFailedError above; the last one before it is not.
+	if root != nil || len(errs) > 0 {
+		c.Torchrun = ""
+	}
+	c.Error = firstCause(errs)
+	chosen := root
+	if c.Error == "" || peerLost.MatchString(c.Error) {
+		// The process torchrun saw fail first may only have lost its
+		// peer: one killed by a signal is likelier the cause.
+		for i := range others {
+			if others[i].signal != "" && (chosen == nil || chosen.signal == "") {
+				chosen, c.Error = &others[i], ""
+			}
+		}
+	}
+	if chosen != nil {
+		c.Rank, c.LocalRank, c.ExitCode, c.Signal = chosen.rank, chosen.localRank, chosen.exit, chosen.signal
+		c.Others = len(others)
+	}
+	if c.Signal != "" {
+		c.ExitCode = nil
+	}
+	return c
+}
+
+// read reads a field of a summary entry.
+func (e *summaryEntry) read(line string) {
+	m := summaryField.FindStringSubmatch(line)
+	if m == nil {
+		return
+	}
+	switch m[1] {
+	case "rank":
+		if r := rankField.FindStringSubmatch(m[2]); r != nil {
+			e.rank, e.localRank = number(r[1]), number(r[2])
+		}
+	case "exitcode":
+		if x := exitField.FindStringSubmatch(m[2]); x != nil {
+			e.exit = number(x[1])
+		}
+	case "traceback":
+		if s := signalField.FindStringSubmatch(m[2]); s != nil {
+			e.signal = s[1]
+		}
+	}
+}
+
+// firstCause is the first error that is not a lost peer's, else the first.
+func firstCause(errs []string) string {
+	for _, e := range errs {
+		if !peerLost.MatchString(e) {
+			return e
+		}
+	}
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return ""
+}
+
+func number(s string) *int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return nil
+	}
+	return &n
+}

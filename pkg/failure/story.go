@@ -1,0 +1,158 @@
+package failure
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Attempt is one run of a job: the first, or one after a retry (an
+// AppWrapper's reset, a JobSet's restart), and what failed in it.
+type Attempt struct {
+	// Number is 1 for the first run, 2 after the first retry.
+	Number int `json:"number"`
+	// Of is how many runs the job may make (an AppWrapper's retryLimit + 1);
+	// 0 when not known.
+	Of       int       `json:"of,omitempty"`
+	Failures []Failure `json:"failures"`
+}
+
+// Story is what was kept of a job's failed attempts, the first first.
+type Story struct {
+	Attempts []Attempt `json:"attempts"`
+}
+
+// Attempt is the attempt of that number; false when none was kept.
+func (s Story) Attempt(n int) (Attempt, bool) {
+	for _, a := range s.Attempts {
+		if a.Number == n {
+			return a, true
+		}
+	}
+	return Attempt{}, false
+}
+
+// Root is the failure of the attempt that likely caused the others: a
+// preemption by Kueue when it is the latest failure (the job ran again
+// after an earlier one); else the first to end of those that are not
+// consequences of another (a container stopped by SIGTERM, a process that
+// lost its peer); else the first to end.
+func (a Attempt) Root() (Failure, bool) {
+	if len(a.Failures) == 0 {
+		return Failure{}, false
+	}
+	failures := slices.Clone(a.Failures)
+	slices.SortStableFunc(failures, func(x, y Failure) int { return x.At.Compare(y.At) })
+	var causes []Failure
+	for _, f := range failures {
+		if !f.consequence() {
+			causes = append(causes, f)
+		}
+	}
+	if len(causes) > 0 && causes[len(causes)-1].Reason == Preempted {
+		return causes[len(causes)-1], true
+	}
+	for _, f := range causes {
+		if f.Reason != Preempted {
+			return f, true
+		}
+	}
+	return failures[0], true
+}
+
+// Headline says the attempt in one line, its root cause first:
+//
+//	attempt 2 of 4 failed: rank 3 (worker-1, local rank 1) exited 1: ZeroDivisionError: division by zero
+func (a Attempt) Headline() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "attempt %d", a.Number)
+	if a.Of > 0 {
+		fmt.Fprintf(&b, " of %d", a.Of)
+	}
+	root, ok := a.Root()
+	if !ok {
+		return b.String() + ": nothing failed was seen"
+	}
+	if root.Reason == Preempted {
+		b.WriteString(" was preempted: " + root.Message)
+	} else {
+		b.WriteString(" failed: " + root.String())
+	}
+	if others := a.pods(root); others > 0 {
+		fmt.Fprintf(&b, "; %d other %s failed after it", others, plural(others, "pod", "pods"))
+	}
+	if a.Of > 0 && a.Number >= a.Of && root.Reason != Preempted {
+		b.WriteString("; no retries left")
+	}
+	return b.String()
+}
+
+// pods counts the pods other than the root failure's that failed.
+func (a Attempt) pods(root Failure) int {
+	seen := map[string]bool{root.Pod: true}
+	n := 0
+	for _, f := range a.Failures {
+		if f.Pod != "" && !seen[f.Pod] {
+			seen[f.Pod] = true
+			n++
+		}
+	}
+	return n
+}
+
+// Tell says a failure as a follower notices it: a line of what failed in
+// which attempt, then the lines of its log that say why.
+//
+//	attempt 1 of 2: rank 1 (worker-0, local rank 1) exited 1: ZeroDivisionError: division by zero
+//	  | Traceback (most recent call last):
+//	  |   File "/app/train.py", line 9, in <module>
+//	  | ZeroDivisionError: division by zero
+func Tell(number, of int, f Failure) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "attempt %d", number)
+	if of > 0 {
+		fmt.Fprintf(&b, " of %d", of)
+	}
+	b.WriteString(": " + f.String())
+	for _, line := range f.Excerpt() {
+		b.WriteString("\n  | " + line)
+	}
+	return b.String()
+}
+
+// excerptLines is how many lines of a traceback Excerpt keeps: its first,
+// and the last ones, which name the error and where it was raised.
+const excerptLines = 8
+
+// Excerpt is what matters of the failure's lines: the traceback of the
+// program's error, the shell's line, torchrun's error; none when torchrun's
+// summary said all there is (a rank's exit code, which the failure's line
+// says); else the last few.
+func (f Failure) Excerpt() []string {
+	c := f.Cause
+	var out []string
+	if c.Shell != "" {
+		out = append(out, c.Shell)
+	}
+	end := slices.IndexFunc(f.Lines, func(l string) bool { return strings.HasSuffix(strings.TrimSpace(l), c.Error) })
+	switch {
+	case c.Error != "" && end >= 0:
+		start := end
+		for start > 0 && !strings.HasSuffix(f.Lines[start], "Traceback (most recent call last):") {
+			start--
+		}
+		block := f.Lines[start : end+1]
+		if !strings.HasSuffix(block[0], "Traceback (most recent call last):") {
+			block = block[len(block)-1:]
+		}
+		if len(block) > excerptLines {
+			block = append([]string{block[0], "..."}, block[len(block)-excerptLines+2:]...)
+		}
+		out = append(out, block...)
+	case c.Torchrun != "":
+		out = append(out, c.Torchrun)
+	case c.Shell == "" && c.Rank == nil:
+		out = append(out, f.Lines[max(0, len(f.Lines)-5):]...)
+	}
+	return out
+}
