@@ -8,8 +8,9 @@ sum: n(n-1)/2 for a world of n processes. It prints one line,
 
 with the folder it runs in and the variables --show names, and exits 0; 2
 when the sum is wrong; with --fail-rank R, rank R exits --exit-code (default
-3) once it has printed its line. With --hold S, it waits S seconds before it
-exits, as a longer job would.
+3) once it has printed its line, and with --raise-rank R, rank R raises
+ZeroDivisionError in a function of its own, as a program with a bug does.
+With --hold S, it waits S seconds before it exits, as a longer job would.
 """
 
 import argparse
@@ -24,6 +25,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--show", action="append", default=[], help="a variable to print")
 parser.add_argument("--fail-rank", type=int, default=-1, help="the rank that fails")
 parser.add_argument("--exit-code", type=int, default=3, help="the exit code of the rank that fails")
+parser.add_argument("--raise-rank", type=int, default=-1, help="the rank that raises ZeroDivisionError")
 parser.add_argument("--hold", type=float, default=0, help="seconds to wait before exiting")
 args = parser.parse_args()
 
@@ -44,3 +46,11 @@ if int(total.item()) != expected:
     sys.exit(2)
 if rank == args.fail_rank:
     sys.exit(args.exit_code)
+
+
+def scale(loss, steps):
+    return loss / steps
+
+
+if rank == args.raise_rank:
+    scale(1.0, 0)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/failure"
 	"github.com/torchwrap/generator/testdata/cases"
 	"github.com/torchwrap/generator/testdata/harness/e2e"
 )
@@ -154,6 +156,8 @@ func (s *sim) processNodes(t *testing.T) {
 	t.Run("trainjob", s.runTrainJob)
 	t.Run("setup-and-env", s.runSetupAndEnv)
 	t.Run("failure", s.runFailure)
+	t.Run("exception", s.runException)
+	t.Run("setup-fails", s.runSetupFails)
 	t.Run("t9k", s.runT9k)
 	t.Run("lifecycle", s.runLifecycle)
 	t.Run("list", s.listRun)
@@ -331,11 +335,12 @@ data: {mode: from-configmap}
 // 1), then exits 1, as it does whatever its worker's exit code: the pod
 // fails with exit code 1 (not 3: the program's code does not reach the
 // AppWrapper). The AppWrapper retries the job once (retryLimit 1), then
-// fails, and generator submit --wait exits 1 naming the pod and the exit
-// code. generator logs -f, started once the job is there, follows both
-// attempts (their pods have the same names), says when the new pods come,
-// shows torchrun's two failures of rank 1 in each, and ends when the job
-// does, with exit code 1.
+// fails, and generator submit --wait exits 1, having said in each attempt
+// the rank that failed and its own exit code, from torchrun's summary.
+// generator logs -f, started once the job is there, follows both attempts
+// (their pods have the same names), says when the new pods come, shows
+// torchrun's two failures of rank 1 in each, and ends when the job does,
+// with exit code 1.
 func (s *sim) runFailure(t *testing.T) {
 	const name = "failing"
 	followed := make(chan result, 1)
@@ -351,7 +356,10 @@ func (s *sim) runFailure(t *testing.T) {
 		"--set", "mainProgram=/tmp/programs/allreduce.py --fail-rank 1")
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Empty(t, r.stdout)
-	require.Contains(t, r.stderr, "pod failing-master-0, container pytorch, exit code 1 (Error)")
+	for attempt := 1; attempt <= 2; attempt++ {
+		require.Contains(t, r.stderr, fmt.Sprintf("attempt %d of 2: rank 1 (master-0, local rank 1) exited 3\n", attempt))
+	}
+	require.Regexp(t, `(?m)^AppWrapper failing: Failed \(1 retry\): .*; rank 1 \(master-0, local rank 1\) exited 3$`, r.stderr)
 	require.Contains(t, r.stderr, `the AppWrapper "failing" in namespace "sim-run" failed`)
 	aw := s.get(t, runNamespace, "appwrapper", name)
 	require.Equal(t, float64(1), aw["status"].(map[string]any)["resettingCount"], "times the AppWrapper reset the job")
@@ -363,6 +371,93 @@ func (s *sim) runFailure(t *testing.T) {
 	require.Len(t, failures, 4, "two attempts, in each rank 1 fails, torchrun restarts it once, it fails again")
 	require.Contains(t, logs.stderr, "new pods master-0: the AppWrapper was reset after a failure (retry 1); their logs follow")
 	require.Contains(t, logs.stderr, "AppWrapper failing: Failed (1 retry)")
+	require.Contains(t, logs.stderr, "attempt 2 of 2: rank 1 (master-0, local rank 1) exited 3")
+}
+
+// In a job of 2 pods, rank 3 (worker-0's second process) raises an
+// exception, in each of the job's two attempts. generator submit --wait
+// says each attempt's failure as it happens: the rank, its pod's role and
+// its local rank, and the exception, with the lines of its traceback. Once
+// the job has failed and its pods are gone, generator status still tells
+// the story, the last attempt's root cause first, and generator logs
+// --attempt 1 prints the lines kept of the first attempt's failed pod.
+// What the follower kept is torchrun's real output, whose parsing the
+// product's tests check (pkg/failure/testdata/torchrun-1.13, which -update
+// writes from here).
+func (s *sim) runException(t *testing.T) {
+	const name = "exception"
+	r := s.processJob(t, name, "--set", "retryLimit=1", "--set", "failureGracePeriodDuration=1s", "--set", "retryPausePeriodDuration=1s",
+		"--set", "mainProgram=/tmp/programs/allreduce.py --raise-rank 3")
+	require.Equal(t, 1, r.code, r.stderr)
+	const failed = "rank 3 (worker-0, local rank 1) exited 1: ZeroDivisionError: float division by zero"
+	for attempt := 1; attempt <= 2; attempt++ {
+		require.Contains(t, r.stderr, fmt.Sprintf("attempt %d of 2: %s\n  | Traceback (most recent call last):\n", attempt, failed))
+	}
+	require.Contains(t, r.stderr, "  | ZeroDivisionError: float division by zero\n")
+
+	s.waitFor(t, runNamespace, "the pods of "+name+" gone", 2*time.Minute, func() bool {
+		return kubectl(t, s.cluster, nil, "get", "pods", "-n", runNamespace, "-l", "workload.codeflare.dev/appwrapper="+name, "-o", "name") == ""
+	})
+	status := s.generate(t, cases.Path(t), "status", name, "-n", runNamespace, "--kubeconfig", "ADMIN")
+	require.Equal(t, 0, status.code, status.stderr)
+	t.Logf("generator status %s:\n%s", name, status.stdout)
+	require.Contains(t, status.stdout, "\n  cause:     attempt 2 of 2 failed: "+failed+"; no retries left\n")
+	require.Contains(t, status.stdout, "\n  before:    attempt 1 of 2 failed: "+failed+"\n")
+	require.Contains(t, status.stdout, "             | ZeroDivisionError: float division by zero\n")
+	require.NotContains(t, status.stdout, "unseen")
+
+	kept := s.generate(t, cases.Path(t), "logs", name, "-n", runNamespace, "--kubeconfig", "ADMIN", "--attempt", "1")
+	require.Equal(t, 0, kept.code, kept.stderr)
+	require.Equal(t, "attempt 1 of 2 failed: "+failed+"\n", kept.stderr)
+	require.Contains(t, kept.stdout, "[worker-0] ZeroDivisionError: float division by zero\n")
+	require.Contains(t, kept.stdout, "[worker-0]   rank      : 3 (local_rank: 1)\n")
+	s.capture(t, name, "exception.log", kept.stdout)
+}
+
+// A setup command that changes to a folder that does not exist: the shell
+// says so, and goes on to torchrun, whose program is then not found. The
+// failure says the shell's own line first. (A PyTorchJob alone, which fails
+// as its pod does; an AppWrapper looks at the pods of a running job once a
+// minute.)
+func (s *sim) runSetupFails(t *testing.T) {
+	const name = "setup-fails"
+	r := s.processJob(t, name, "--set", "wrapper=none",
+		"--set", "setupCommands[0]=cd /tmp/no-such-folder", "--set", "mainProgram=allreduce.py")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Regexp(t, `attempt 1: (master|worker)-0 \(container pytorch\): sh: 2: cd: can't cd to /tmp/no-such-folder \(a command of the launch script\); `+
+		`then rank \d \((master|worker)-0, local rank \d\) exited 2: /usr/bin/python3: can't open file '/tmp/allreduce.py': \[Errno 2\] No such file or directory`, r.stderr)
+	kept := s.generate(t, cases.Path(t), "logs", name, "-n", runNamespace, "--kubeconfig", "ADMIN", "--attempt", "1", "--role", "master")
+	require.Equal(t, 0, kept.code, kept.stderr)
+	s.capture(t, name, "setup-command.log", kept.stdout)
+}
+
+// capture writes, under -update, the lines kept of a failed pod (generator
+// logs --attempt, the first pod's, without their labels) into the
+// product's test data of torchrun's output; and checks, always, that the
+// product reads the same cause from the captured file as from these lines.
+func (s *sim) capture(t *testing.T, job, file, kept string) {
+	t.Helper()
+	var lines []string
+	first := ""
+	for _, line := range strings.Split(strings.TrimSuffix(kept, "\n"), "\n") {
+		m := logLine.FindStringSubmatch(line)
+		require.NotNil(t, m, "a kept line without its pod's label: %q", line)
+		if first == "" {
+			first = m[1]
+		}
+		if m[1] == first {
+			lines = append(lines, strings.TrimPrefix(line, "["+m[1]+"] "))
+		}
+	}
+	path := cases.Path(t, "pkg", "failure", "testdata", "torchrun-1.13", file)
+	if *cases.Update {
+		require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	}
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	captured := failure.Read(strings.Split(strings.TrimSuffix(string(data), "\n"), "\n"))
+	live := failure.Read(lines)
+	require.Equal(t, captured, live, "the cause read from %s (%s) and from the lines of %s kept now", file, path, job)
 }
 
 // T9k's controller is not public, so no PyTorchTrainingJob runs here. What
@@ -573,7 +668,8 @@ func (s *sim) listRun(t *testing.T) {
 	}
 	require.Equal(t, map[string]cluster.State{
 		"allreduce": cluster.Succeeded, "allreduce-twin": cluster.Succeeded, "elastic": cluster.Succeeded, "jobset": cluster.Succeeded,
-		"trainjob": cluster.Succeeded, "setup-and-env": cluster.Succeeded, "failing": cluster.Failed,
+		"trainjob": cluster.Succeeded, "setup-and-env": cluster.Succeeded, "failing": cluster.Failed, "exception": cluster.Failed,
+		"setup-fails": cluster.Failed,
 	}, states)
 	require.Equal(t, "TrainJob", kinds["trainjob"])
 	require.Equal(t, "AppWrapper", kinds["jobset"])

@@ -46,7 +46,7 @@ func TestSimulatedCluster(t *testing.T) {
 	stopAtCleanup(t, cluster)
 	researcher, err := cluster.KubeconfigFor(e2e.Researcher, e2e.SimRBACNamespace)
 	require.NoError(t, err)
-	s := &sim{cluster: cluster, generator: buildGenerator(t), researcher: researcher, hostNetwork: network}
+	s := &sim{cluster: cluster, generator: buildGenerator(t), researcher: researcher, hostNetwork: network, cache: t.TempDir()}
 
 	// The fault-tolerance cases take longest (AppWrapper looks at the pods of
 	// a running job once a minute), in parallel with the others, which run in
@@ -69,6 +69,7 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("submit", s.submitAndFollow)
 			t.Run("quota", s.quota)
 			t.Run("priority", s.priority)
+			t.Run("preemption", s.preemption)
 			t.Run("jobset", s.jobSet)
 			t.Run("trainjob", s.trainJob)
 			t.Run("topology", s.topology)
@@ -94,6 +95,9 @@ type sim struct {
 	// hostNetwork is what the machine's network namespace had before the
 	// cluster started (see hostNetwork).
 	hostNetwork string
+	// cache is the user's cache folder of every run of the generator
+	// (XDG_CACHE_HOME), where it keeps why jobs failed.
+	cache string
 }
 
 // result is what a run of the generator gave.
@@ -105,8 +109,9 @@ type result struct {
 // generate runs the generator with args in the folder dir, where the words
 // ADMIN and RESEARCHER in args stand for the kubeconfig files of the admin
 // and e2e.Researcher. KUBECONFIG names the admin's, so that no run reaches
-// another cluster, and the discovery cache is the test's. It fails the test
-// only when the generator cannot run or runs for more than 5 minutes.
+// another cluster; the discovery cache is the test's, and so is the user's
+// cache folder, which every run shares. It fails the test only when the
+// generator cannot run or runs for more than 5 minutes.
 func (s *sim) generate(t *testing.T, dir string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -118,7 +123,7 @@ func (s *sim) generate(t *testing.T, dir string, args ...string) result {
 	}
 	cmd := exec.CommandContext(ctx, s.generator, replaced...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig, "KUBECACHEDIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig, "KUBECACHEDIR="+t.TempDir(), "XDG_CACHE_HOME="+s.cache)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -181,6 +186,8 @@ var localQueues = map[string]string{
 	"topology-queue":      e2e.TopologyClusterQueue,
 	e2e.ProcessQueue:      e2e.ProcessClusterQueue,
 	"small-process-queue": e2e.SmallProcessClusterQueue,
+	"team-a":              e2e.TeamAClusterQueue,
+	"team-b":              e2e.TeamBClusterQueue,
 }
 
 // ensureQueue creates the namespace and its LocalQueue (unless queue is
@@ -541,7 +548,9 @@ func (s *sim) submitAndFollow(t *testing.T) {
 		t.Logf("standard error:\n%s", r.stderr)
 		require.Equal(t, 1, r.code, r.stderr)
 		require.Empty(t, r.stdout)
-		require.Contains(t, r.stderr, "exit code 3")
+		// The failure as it happened, and in the job's last line.
+		require.Regexp(t, `(?m)^attempt 1: (master|worker)-0 \(container pytorch\) exited 3$`, r.stderr)
+		require.Regexp(t, `(?m)^AppWrapper fails: Failed: .*; (master|worker)-0 \(container pytorch\) exited 3$`, r.stderr)
 		require.Contains(t, r.stderr, `the AppWrapper "fails" in namespace "sim-check" failed; see it with generator status fails -n sim-check`)
 	})
 
@@ -759,6 +768,48 @@ func (s *sim) priority(t *testing.T) {
 			require.Equal(t, []string{"high", "low"}, order, "the order of admission")
 		})
 	}
+}
+
+// Preemption, in ClusterQueues set up as MLBatch sets up a cluster's teams
+// (e2e.TeamAClusterQueue and TeamBClusterQueue, a node's GPUs each, in one
+// cohort): team B's job borrows team A's GPUs; team A's low-priority job
+// takes them back (reclamation within the cohort); then team A's
+// high-priority job preempts it (prioritization in the ClusterQueue, as
+// team A may not borrow). generator status of a preempted job names the job
+// that preempted it, its Workload and its priority, where Kueue gives only
+// a uid.
+func (s *sim) preemption(t *testing.T) {
+	const namespace = "sim-preempt"
+	dir := filepath.Dir(cases.Example(t, "helloworld"))
+	submit := func(name, queue, priority string, pods int) {
+		s.ensureQueue(t, namespace, queue)
+		r := s.generate(t, dir, append([]string{"submit", "-f", "helloworld.settings.yaml", "--kubeconfig", "ADMIN", "--set", "jobName=" + name,
+			"--set", "namespace=" + namespace, "--set", "queueName=" + queue, "--set", "priority=" + priority,
+			"--set", fmt.Sprintf("numPods=%d", pods), "--set", fmt.Sprintf("numGpusPerPod=%d", e2e.SimNodeGPUs)}, runFor("10m")...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	defer kubectl(t, s.cluster, nil, "delete", "appwrappers", "--all", "-n", namespace, "--wait=true")
+	preempted := func(name, by, priority, why string) {
+		want := fmt.Sprintf("preempted by AppWrapper %s/%s (Workload %s/appwrapper-%s-", namespace, by, namespace, by)
+		var st cluster.Status
+		s.waitFor(t, namespace, name+" preempted by "+by, 2*time.Minute, func() bool {
+			r := s.generate(t, dir, "status", name, "-n", namespace, "--kubeconfig", "ADMIN", "-o", "json")
+			require.Equal(t, 0, r.code, r.stderr)
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+			return st.State == cluster.Queued && st.Reason == "Preempted" && strings.Contains(st.Message, want)
+		})
+		t.Logf("%s: %s", name, st.Message)
+		require.Contains(t, st.Message, fmt.Sprintf(", priority %s) due to %s", priority, why))
+		require.NotContains(t, st.Message, "UID")
+	}
+
+	submit("b-borrower", "team-b", "default-priority", 2)
+	s.waitFor(t, namespace, "b-borrower admitted", time.Minute, func() bool { return s.workloads(t, namespace)["b-borrower"].admitted })
+	submit("a-low", "team-a", "low-priority", 1)
+	preempted("b-borrower", "a-low", "low-priority = 10", "reclamation within the cohort")
+	s.waitFor(t, namespace, "a-low admitted", time.Minute, func() bool { return s.workloads(t, namespace)["a-low"].admitted })
+	submit("a-high", "team-a", "high-priority", 1)
+	preempted("a-low", "a-high", "high-priority = 100", "prioritization in the ClusterQueue")
 }
 
 // pod is what the scenarios of JobSets and TrainJobs read of a pod.

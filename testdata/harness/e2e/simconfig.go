@@ -490,11 +490,15 @@ spec:
 
 // clusterQueue is a ClusterQueue of the simulated cluster: its
 // ResourceFlavor, its GPU quota, and whether it has quota for the RDMA
-// devices of the nodes too (cpu and memory it has for all the nodes).
+// devices of the nodes too (cpu and memory it has for all the nodes); and
+// its cohort, in which it preempts as MLBatch's ClusterQueues do, and
+// whether it may borrow GPUs there.
 type clusterQueue struct {
 	name, flavor string
 	gpus         int
 	rdma         bool
+	cohort       string
+	noBorrowing  bool
 }
 
 // clusterQueues: cluster-queue with quota for all the fake nodes; small-cq with
@@ -503,16 +507,29 @@ type clusterQueue struct {
 // queue's quota; TopologyClusterQueue, with quota for all the nodes in the
 // flavor that knows their topology, for the tests of topology-aware
 // scheduling; ProcessClusterQueue, with quota for the GPUs of the process
-// nodes, and SmallProcessClusterQueue, with room for one job there. None is
-// in a cohort: none borrows.
+// nodes, and SmallProcessClusterQueue, with room for one job there. None of
+// them is in a cohort, so none borrows. TeamAClusterQueue and
+// TeamBClusterQueue, of one node's GPUs each, are in a cohort, as MLBatch
+// sets up a cluster's teams: a job preempts those of lower priority in its
+// ClusterQueue, and a team takes back the quota another borrowed from it;
+// team A never borrows, so that a job of its own must preempt.
 var clusterQueues = []clusterQueue{
-	{"cluster-queue", "gpu-flavor", SimNodes * SimNodeGPUs, true},
-	{"small-cq", "gpu-flavor", SmallQueueGPUs, true},
-	{"tiny-cq", "gpu-flavor", TinyQueueGPUs, false},
-	{TopologyClusterQueue, "topology-flavor", SimNodes * SimNodeGPUs, true},
-	{ProcessClusterQueue, "process-flavor", ProcessNodes * SimNodeGPUs, false},
-	{SmallProcessClusterQueue, "process-flavor", SmallProcessGPUs, false},
+	{name: "cluster-queue", flavor: "gpu-flavor", gpus: SimNodes * SimNodeGPUs, rdma: true},
+	{name: "small-cq", flavor: "gpu-flavor", gpus: SmallQueueGPUs, rdma: true},
+	{name: "tiny-cq", flavor: "gpu-flavor", gpus: TinyQueueGPUs},
+	{name: TopologyClusterQueue, flavor: "topology-flavor", gpus: SimNodes * SimNodeGPUs, rdma: true},
+	{name: ProcessClusterQueue, flavor: "process-flavor", gpus: ProcessNodes * SimNodeGPUs},
+	{name: SmallProcessClusterQueue, flavor: "process-flavor", gpus: SmallProcessGPUs},
+	{name: TeamAClusterQueue, flavor: "gpu-flavor", gpus: SimNodeGPUs, cohort: TeamsCohort, noBorrowing: true},
+	{name: TeamBClusterQueue, flavor: "gpu-flavor", gpus: SimNodeGPUs, cohort: TeamsCohort},
 }
+
+// The ClusterQueues of two teams, in one cohort, and the cohort.
+const (
+	TeamAClusterQueue = "team-a-cq"
+	TeamBClusterQueue = "team-b-cq"
+	TeamsCohort       = "teams"
+)
 
 // SmallProcessClusterQueue is a ClusterQueue of the process nodes with
 // SmallProcessGPUs GPUs: room for one job of testdata/sim/allreduce.settings.yaml
@@ -582,7 +599,21 @@ spec:
 		var covered, resources []string
 		for _, r := range quotas {
 			covered = append(covered, r.resource)
-			resources = append(resources, fmt.Sprintf("      - {name: %s, nominalQuota: %s}\n", r.resource, r.nominal))
+			limit := ""
+			if q.noBorrowing && r.resource == "nvidia.com/gpu" {
+				limit = ", borrowingLimit: 0"
+			}
+			resources = append(resources, fmt.Sprintf("      - {name: %s, nominalQuota: %s%s}\n", r.resource, r.nominal, limit))
+		}
+		cohort := ""
+		if q.cohort != "" {
+			// MLBatch's preemption policy.
+			cohort = fmt.Sprintf(`  cohort: %s
+  preemption:
+    withinClusterQueue: LowerOrNewerEqualPriority
+    reclaimWithinCohort: Any
+    borrowWithinCohort: {policy: Never}
+`, q.cohort)
 		}
 		fmt.Fprintf(&b, `---
 apiVersion: kueue.x-k8s.io/v1beta1
@@ -591,12 +622,12 @@ metadata:
   name: %s
 spec:
   namespaceSelector: {}
-  resourceGroups:
+%s  resourceGroups:
   - coveredResources: [%s]
     flavors:
     - name: %s
       resources:
-%s`, q.name, strings.Join(covered, ", "), q.flavor, strings.Join(resources, ""))
+%s`, q.name, cohort, strings.Join(covered, ", "), q.flavor, strings.Join(resources, ""))
 	}
 	return b.String()
 }
