@@ -228,21 +228,13 @@ func attempt(obj *unstructured.Unstructured) int {
 	return int(s.Retries) + 1
 }
 
-// retryLimit is the AppWrapper's annotation of how many times it resets its
-// job after a failure.
-const retryLimit = "workload.codeflare.dev.appwrapper/retryLimit"
-
-// runs is how many runs a job may make: an AppWrapper's retryLimit and
-// one; 0 when it does not say (its controller's default applies).
+// runs is how many runs a job may make (the kind's runs); 0 when it does
+// not say.
 func runs(obj *unstructured.Unstructured) int {
-	if obj.GetKind() != "AppWrapper" {
-		return 0
+	if k := kindOf(obj); k.runs != nil {
+		return k.runs(obj)
 	}
-	limit, err := strconv.Atoi(obj.GetAnnotations()[retryLimit])
-	if err != nil {
-		return 0
-	}
-	return limit + 1
+	return 0
 }
 
 // keep keeps a failure of an attempt of the job, when the client keeps

@@ -42,6 +42,9 @@ type kind struct {
 	// member is a pod's place in a job of the kind (obj); false when the
 	// pod does not say it.
 	member func(obj map[string]any, pod *corev1.Pod) (Member, bool)
+	// runs is how many runs a job of the kind may make, its retries and
+	// one; nil, or 0, when it does not say.
+	runs func(obj *unstructured.Unstructured) int
 }
 
 // The labels that mark a job's pods.
@@ -73,6 +76,14 @@ func table() []*kind {
 		suspend:  []string{"spec", "suspend"},
 		podSets:  appWrapperPodSets,
 		state:    (*Status).fromAppWrapper,
+		// Its retryLimit annotation, else its controller's default.
+		runs: func(obj *unstructured.Unstructured) int {
+			limit, err := strconv.Atoi(obj.GetAnnotations()[retryLimit])
+			if err != nil {
+				return 0
+			}
+			return limit + 1
+		},
 		member: func(obj map[string]any, pod *corev1.Pod) (Member, bool) {
 			inner := innerOf(obj)
 			if k := kindNamed(stringAt(inner, "kind")); k != nil {
@@ -207,6 +218,10 @@ func Operator(kind string) string {
 
 // kindOf is the kind of an object; nil for one the generator does not make.
 func kindOf(obj *unstructured.Unstructured) *kind { return kindNamed(obj.GetKind()) }
+
+// retryLimit is the AppWrapper's annotation of how many times it resets its
+// job after a failure.
+const retryLimit = "workload.codeflare.dev.appwrapper/retryLimit"
 
 // selector selects the pods of a job by the label its controller puts on
 // them; "" for a kind whose pods are found by their owner instead.
