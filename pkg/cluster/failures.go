@@ -44,6 +44,9 @@ type failures struct {
 	client *Client
 	job    *reading
 	notice func(Noticed)
+	// podEvents and warnings are the watches of the job's pods and of the
+	// Warning events in its namespace.
+	podEvents, warnings *lasting
 	// pods are the job's pods seen, by uid; attempts the attempt each pod
 	// failed in; noticed the keys of the failures noticed.
 	pods     map[types.UID]*corev1.Pod
@@ -70,45 +73,57 @@ func (r *reading) get() *unstructured.Unstructured {
 	return r.obj
 }
 
-// watchFailures watches the pods of a job (as its follower last read it),
-// and the Warning events about them, until ctx ends, and notices each
-// failure they show. Without a watch (not allowed, say), it notices nothing.
+// watchFailures opens watches of the pods of a job (as its follower last
+// read it) and of the Warning events about them, and then, until ctx ends,
+// notices each failure they show: a pod that fails once the follower has
+// read the job is seen, however soon it is deleted. Without a watch (not
+// allowed, say), it notices nothing.
 func (c *Client) watchFailures(ctx context.Context, job *reading, notice func(Noticed)) {
 	obj := job.get()
 	w := &failures{client: c, job: job, notice: notice, pods: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{}}
-	podEvents, err := c.lastingWatch(ctx, pods, obj.GetNamespace(), metav1.ListOptions{LabelSelector: kindOf(obj).selector(obj.GetName())})
+	var err error
+	w.podEvents, err = c.lastingWatch(ctx, pods, obj.GetNamespace(), metav1.ListOptions{LabelSelector: kindOf(obj).selector(obj.GetName())})
 	if err != nil {
 		return
 	}
-	defer podEvents.stop()
 	// Events are a help: the node controller says in them alone that a
 	// pod's node stopped answering.
-	warnings, err := c.lastingWatch(ctx, events, obj.GetNamespace(), metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
+	w.warnings, err = c.lastingWatch(ctx, events, obj.GetNamespace(), metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
 	if err != nil {
-		warnings = &lasting{current: watch.NewEmptyWatch()}
+		w.warnings = &lasting{current: watch.NewEmptyWatch()}
 	}
-	defer warnings.stop()
+	go w.run(ctx)
+}
+
+func (w *failures) run(ctx context.Context) {
+	defer w.podEvents.stop()
+	defer w.warnings.stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case event, ok := <-podEvents.current.ResultChan():
+		case event, ok := <-w.podEvents.current.ResultChan():
+			w.podEvent(ctx, event, ok)
+		case event, ok := <-w.warnings.current.ResultChan():
 			if !ok {
-				podEvents.reopen(ctx)
+				w.warnings.reopen(ctx)
 				continue
 			}
-			var pod corev1.Pod
-			if podEvents.seen(event, &pod) && kindOf(obj).owns(obj, &pod) {
-				w.pods[pod.UID] = &pod
-				w.pod(ctx, &pod)
-			}
-		case event, ok := <-warnings.current.ResultChan():
-			if !ok {
-				warnings.reopen(ctx)
-				continue
+			// A warning is about a pod: the pods' events at hand are read
+			// first, so that a pod told on both watches is known by then.
+		pending:
+			for {
+				select {
+				case event, ok := <-w.podEvents.current.ResultChan():
+					if !w.podEvent(ctx, event, ok) {
+						break pending
+					}
+				default:
+					break pending
+				}
 			}
 			var e corev1.Event
-			if warnings.seen(event, &e) && e.InvolvedObject.Kind == "Pod" {
+			if w.warnings.seen(event, &e) && e.InvolvedObject.Kind == "Pod" {
 				if pod, ours := w.pods[e.InvolvedObject.UID]; ours {
 					if f, ok := failure.FromEvent(&e, pod, w.member(pod)); ok {
 						w.add(ctx, pod, f)
@@ -117,6 +132,22 @@ func (c *Client) watchFailures(ctx context.Context, job *reading, notice func(No
 			}
 		}
 	}
+}
+
+// podEvent reads an event of the pods' watch; false when the watch had
+// ended (it is opened again).
+func (w *failures) podEvent(ctx context.Context, event watch.Event, ok bool) bool {
+	if !ok {
+		w.podEvents.reopen(ctx)
+		return false
+	}
+	obj := w.job.get()
+	var pod corev1.Pod
+	if w.podEvents.seen(event, &pod) && kindOf(obj).owns(obj, &pod) {
+		w.pods[pod.UID] = &pod
+		w.pod(ctx, &pod)
+	}
+	return true
 }
 
 // lasting is a watch that lasts until its context ends: the client's

@@ -4,11 +4,15 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/torchwrap/generator/pkg/failure"
 )
@@ -95,15 +99,16 @@ func TestStatusTellsWhyAJobFailed(t *testing.T) {
 // A Warning event says a pod's node stopped answering; the follower notices
 // it, as the node controller says nothing else of it in the pod.
 func TestFollowNoticesANodeNotReady(t *testing.T) {
-	client := cluster(t, nil, appWrapper("{phase: Running, conditions: [{type: PodsReady, status: 'True'}]}"),
+	var watched func()
+	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) { watched = watching(t, dyn, "events") },
+		appWrapper("{phase: Running, conditions: [{type: PodsReady, status: 'True'}]}"),
 		strings.Replace(ptjPod("worker", 0, "w-1", runningFor(0)), "spec: {", "spec: {nodeName: gpu-node-3, ", 1))
 	client.Poll = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	noticed := make(chan Noticed, 1)
 	go client.Follow(ctx, Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(n Noticed) { noticed <- n })
-	// Once the follower watches.
-	time.Sleep(200 * time.Millisecond)
+	watched()
 	event := object(t, `
 apiVersion: v1
 kind: Event
@@ -121,5 +126,25 @@ involvedObject: {kind: Pod, name: demo-worker-0, namespace: ml, uid: w-1}`)
 		require.Equal(t, "worker-0 was lost with its node gpu-node-3, which stopped answering (NodeNotReady)", n.Failure.String())
 	case <-time.After(5 * time.Second):
 		t.Fatal("the node's failure was not noticed")
+	}
+}
+
+// watching opens the fake's watches of a resource as the fake does, and
+// gives a wait for the first to be open: what a test changes after that
+// wait, the watch is told, however slow the machine.
+func watching(t *testing.T, dyn *dynamicfake.FakeDynamicClient, resource string) (wait func()) {
+	open := make(chan struct{})
+	var once sync.Once
+	dyn.PrependWatchReactor(resource, func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := dyn.Tracker().Watch(action.GetResource(), action.GetNamespace(), action.(clienttesting.WatchActionImpl).ListOptions)
+		once.Do(func() { close(open) })
+		return true, w, err
+	})
+	return func() {
+		select {
+		case <-open:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("nothing watched the %s", resource)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
@@ -20,32 +22,13 @@ const noticeGrace = 2 * time.Second
 
 // Follow reads the job's status until it has finished (Succeeded or Failed)
 // or ctx ends, and reports each reading. It gives the last status; the
-// error is ctx's when ctx ended first. Meanwhile it watches the job's pods,
-// and notices each failure as it happens (watchFailures), and a preemption
-// by Kueue: after a failure the AppWrapper controller deletes the pods,
-// and their logs and exit codes with them. A failed job whose pods are gone
-// is told by the root cause of the failures noticed in its last attempt.
-// report and notice are called in turn, never at once.
+// error is ctx's when ctx ended first. Meanwhile it notices the job's
+// failures (noticing). report and notice are called in turn, never at once.
 func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notice func(Noticed)) (Status, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	noticed := make(chan Noticed)
-	var job *reading
+	n := c.noticing(ref, notice)
 	var last Status
-	// latest is the last attempt that failures were noticed in; seen the
-	// first failure a reading showed, for when none was noticed.
-	var latest failure.Attempt
-	var seen *failure.Failure
-	preemptions := map[string]bool{}
-	add := func(n Noticed) {
-		if n.Attempt > latest.Number {
-			latest = failure.Attempt{Number: n.Attempt}
-		}
-		if n.Attempt == latest.Number {
-			latest.Failures = append(latest.Failures, n.Failure)
-		}
-		notice(n)
-	}
 	misses := 0
 	for {
 		s, obj, err := c.reading(ctx, ref)
@@ -61,43 +44,8 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notic
 			return last, err
 		default:
 			misses = 0
-			if job == nil {
-				job = &reading{obj: obj}
-				go c.watchFailures(ctx, job, func(n Noticed) {
-					select {
-					case noticed <- n:
-					case <-ctx.Done():
-					}
-				})
-			}
-			job.set(obj)
-			if f, ok := preemption(s); ok && !preemptions[f.Key] {
-				preemptions[f.Key] = true
-				add(c.keepOf(ctx, ref, int(s.Retries)+1, f))
-			}
-			if s.State == Failed {
-				// The watch may still be reading the last failure's lines.
-				grace := time.After(noticeGrace)
-			noticing:
-				for latest.Number < attempt(obj) {
-					select {
-					case n := <-noticed:
-						add(n)
-					case <-grace:
-						break noticing
-					case <-ctx.Done():
-						return last, ctx.Err()
-					}
-				}
-			}
-			if seen == nil {
-				seen = s.Failure
-			}
-			if s.State == Failed && s.Failure == nil {
-				s.Failure = seen
-				if root, ok := latest.Root(); ok {
-					s.Failure = &root
-				}
+			if err := n.read(ctx, &s, obj); err != nil {
+				return last, err
 			}
 			last = s
 			report(s)
@@ -105,19 +53,107 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notic
 				return s, nil
 			}
 		}
-		wait := time.After(c.every())
-	waiting:
-		for {
+		if err := n.wait(ctx, c.every()); err != nil {
+			return last, err
+		}
+	}
+}
+
+// noticing is what a follower of a job (Follow, Logs) notices of its
+// failures: those the watch of its pods tells as they happen
+// (watchFailures), and a preemption by Kueue as a reading shows it; after a
+// failure the AppWrapper controller deletes the pods, and their logs and
+// exit codes with them. A failed job whose pods are gone is told by the
+// root cause of the failures noticed in its last attempt.
+type noticing struct {
+	client *Client
+	ref    Ref
+	notice func(Noticed)
+	// noticed has the watch's failures; job is the job as last read, which
+	// the watch reads too (nil until the first reading).
+	noticed chan Noticed
+	job     *reading
+	// latest is the last attempt that failures were noticed in; seen the
+	// first failure a reading showed, for when none was noticed.
+	latest      failure.Attempt
+	seen        *failure.Failure
+	preemptions map[string]bool
+}
+
+func (c *Client) noticing(ref Ref, notice func(Noticed)) *noticing {
+	return &noticing{client: c, ref: ref, notice: notice, noticed: make(chan Noticed), preemptions: map[string]bool{}}
+}
+
+// read takes in a reading of the job, s its status: the first opens the
+// watch of its failures, until ctx ends. When the job has failed, it waits
+// a while (noticeGrace) for the failures of its last attempt, which the
+// watch may not have told yet, and s says their root cause when the
+// reading shows none. The error is ctx's when ctx ended first.
+func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstructured) error {
+	if n.job == nil {
+		n.job = &reading{obj: obj}
+		n.client.watchFailures(ctx, n.job, func(x Noticed) {
 			select {
+			case n.noticed <- x:
 			case <-ctx.Done():
-				return last, ctx.Err()
-			case n := <-noticed:
-				add(n)
-			case <-wait:
-				break waiting
+			}
+		})
+	}
+	n.job.set(obj)
+	if f, ok := preemption(*s); ok && !n.preemptions[f.Key] {
+		n.preemptions[f.Key] = true
+		n.add(n.client.keepOf(ctx, n.ref, int(s.Retries)+1, f))
+	}
+	if s.State == Failed {
+		grace := time.After(noticeGrace)
+	noticing:
+		for n.latest.Number < attempt(obj) {
+			select {
+			case x := <-n.noticed:
+				n.add(x)
+			case <-grace:
+				break noticing
+			case <-ctx.Done():
+				return ctx.Err()
 			}
 		}
 	}
+	if n.seen == nil {
+		n.seen = s.Failure
+	}
+	if s.State == Failed && s.Failure == nil {
+		s.Failure = n.seen
+		if root, ok := n.latest.Root(); ok {
+			s.Failure = &root
+		}
+	}
+	return nil
+}
+
+// wait waits d, noticing meanwhile; the error is ctx's when ctx ended
+// first.
+func (n *noticing) wait(ctx context.Context, d time.Duration) error {
+	over := time.After(d)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case x := <-n.noticed:
+			n.add(x)
+		case <-over:
+			return nil
+		}
+	}
+}
+
+func (n *noticing) add(x Noticed) {
+	if x.Attempt > n.latest.Number {
+		n.latest = failure.Attempt{Number: x.Attempt}
+	}
+	if x.Attempt == n.latest.Number {
+		n.latest.Failures = append(n.latest.Failures, x.Failure)
+	}
+	n.notice(x)
 }
 
 // preemption is the failure of a job that Kueue preempted, as its status

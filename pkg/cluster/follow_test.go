@@ -87,8 +87,7 @@ func TestFollowSeesAPodThatFailsBetweenReadings(t *testing.T) {
 			return false, nil, nil
 		})
 	}, appWrapper("{phase: Running}"))
-	// Time enough between readings for the watch to deliver the pod.
-	client.Poll = 100 * time.Millisecond
+	client.Poll = time.Millisecond
 	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, "AppWrapper demo: Failed; pod demo-worker-0 (container pytorch) exited 3", last.Line())
@@ -196,7 +195,7 @@ func TestFollowATrainJobWhosePodFailsBetweenReadings(t *testing.T) {
 			return false, nil, nil
 		})
 	}, trainJob(false, "{}"))
-	client.Poll = 100 * time.Millisecond
+	client.Poll = time.Millisecond
 	last, err := client.Follow(context.Background(), Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-1 (container node) exited 3", last.Line())

@@ -147,22 +147,13 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 		cancel()
 		f.wg.Wait()
 	}()
-	var job *reading
-	watch := func(obj *unstructured.Unstructured) {
-		switch {
-		case !req.Follow:
-		case job == nil:
-			job = &reading{obj: obj}
-			f.wg.Go(func() {
-				c.watchFailures(ctx, job, func(n Noticed) {
-					f.mu.Lock()
-					defer f.mu.Unlock()
-					notice(n)
-				})
-			})
-		default:
-			job.set(obj)
-		}
+	var n *noticing
+	if req.Follow {
+		n = c.noticing(req.Ref, func(x Noticed) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			notice(x)
+		})
 	}
 	var last Status
 	misses := 0
@@ -180,8 +171,12 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 			return last, err
 		default:
 			misses = 0
+			if n != nil {
+				if err := n.read(ctx, &s, obj); err != nil {
+					return last, err
+				}
+			}
 			last = s
-			watch(obj)
 			if err := f.start(ctx, obj, podList, round, s); err != nil {
 				return last, err
 			}
@@ -200,10 +195,8 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 		if err := f.failure(); err != nil {
 			return last, err
 		}
-		select {
-		case <-ctx.Done():
-			return last, ctx.Err()
-		case <-time.After(c.every()):
+		if err := n.wait(ctx, c.every()); err != nil {
+			return last, err
 		}
 	}
 }

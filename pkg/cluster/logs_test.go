@@ -265,9 +265,10 @@ func TestLogsFollowedOfAJobThatFails(t *testing.T) {
 	client := cluster(t, nil, appWrapper(`{phase: Failed, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}`),
 		ptjPod("master", 0, "m", "{name: pytorch, state: {terminated: {exitCode: 3, reason: Error}}}"))
 	client.LogSource = &fakeLogs{logs: map[string]string{"demo-master-0/pytorch": "Traceback\n"}}
-	lines, _, last, err := logs(t, client, LogRequest{Follow: true})
+	lines, notes, last, err := logs(t, client, LogRequest{Follow: true})
 	require.NoError(t, err)
 	require.Equal(t, []string{"master-0|8|Traceback"}, lines)
+	require.Equal(t, []string{"noticed: attempt 1: master-0 (container pytorch) exited 3"}, notes)
 	require.Equal(t, "AppWrapper demo: Failed: FoundFailedPods; master-0 (container pytorch) exited 3", last.Line())
 }
 
