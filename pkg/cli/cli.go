@@ -142,6 +142,7 @@ helm template.`,
 		Example: `  generator init                                   # a starter settings.yaml
   generator explain numGpusPerPod                  # what a key means
   generator render -f settings.yaml | kubectl apply -f -
+  generator run --local -f settings.yaml           # try it here first
   generator check -f settings.yaml                 # would the cluster take it?
   generator submit --wait -f settings.yaml         # submit, then follow it to its end
   generator logs -f NAME                           # every rank's logs`,
@@ -158,7 +159,7 @@ helm template.`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newInit(s), newRender(s), newValidate(s), newCheck(s), newSubmit(s), newStatus(s), newLogs(s), newList(s),
+	root.AddCommand(newInit(s), newRender(s), newValidate(s), newRun(s), newCheck(s), newSubmit(s), newStatus(s), newLogs(s), newList(s),
 		newStop(s), newResume(s), newDelete(s), newExplain(s), newSchema(s), newVersion(s))
 
 	// cobra's own help and completion commands, with examples like the others.

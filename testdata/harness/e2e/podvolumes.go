@@ -125,7 +125,7 @@ func (r *podRun) volume(ctx context.Context, v corev1.Volume) (string, *corev1.E
 	case v.HostPath != nil:
 		return v.HostPath.Path, nil, nil
 	case v.ConfigMap != nil:
-		data, err := r.nodes.configMap(ctx, r.pod.Namespace, v.ConfigMap.Name)
+		data, err := r.nodes.ConfigMap(ctx, r.pod.Namespace, v.ConfigMap.Name)
 		if err != nil {
 			return "", nil, err
 		}
@@ -134,7 +134,7 @@ func (r *podRun) volume(ctx context.Context, v corev1.Volume) (string, *corev1.E
 		}
 		return own, nil, writeItems(own, data, v.ConfigMap.Items, v.ConfigMap.DefaultMode)
 	case v.Secret != nil:
-		data, err := r.nodes.secret(ctx, r.pod.Namespace, v.Secret.SecretName)
+		data, err := r.nodes.Secret(ctx, r.pod.Namespace, v.Secret.SecretName)
 		if err != nil {
 			return "", nil, err
 		}
@@ -207,3 +207,5 @@ func writeItems(dir string, data map[string]string, items []corev1.KeyToPath, de
 	}
 	return nil
 }
+
+func isTrue(b *bool) bool { return b != nil && *b }

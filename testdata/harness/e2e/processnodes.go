@@ -17,7 +17,7 @@ package e2e
 //     command and arguments (the image is not pulled: this machine's
 //     programs stand for it, with the folder of the harness's tools first on
 //     PATH, where torchrun is), in the pod's namespaces and a PID namespace
-//     of its own, with the environment the kubelet would give (podenv.go),
+//     of its own, with the environment the kubelet would give (the product's pkg/local),
 //     from its workingDir (the pod's own /tmp when it has none: an image's
 //     WORKDIR is not known here);
 //   - restarts them as the pod's restartPolicy says, after a back-off of 1 s
@@ -63,6 +63,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/torchwrap/generator/pkg/local"
 )
 
 // torchrun is the torchrun of the process nodes' containers: Debian's
@@ -703,7 +705,7 @@ func (r *podRun) command(c *containerRun) (*exec.Cmd, string, error) {
 	pod := r.pod.DeepCopy()
 	pod.Status = r.status()
 	r.mu.Unlock()
-	env, err := containerEnv(ctx, r.nodes, pod, &c.spec, r.nodes.allocatable)
+	env, err := local.ContainerEnv(ctx, r.nodes, pod, &c.spec, r.nodes.allocatable)
 	if err != nil {
 		return nil, "CreateContainerConfigError", err
 	}
@@ -712,7 +714,7 @@ func (r *podRun) command(c *containerRun) (*exec.Cmd, string, error) {
 	}
 	var argv []string
 	for _, word := range append(slices.Clone(c.spec.Command), c.spec.Args...) {
-		argv = append(argv, expand(word, env))
+		argv = append(argv, local.Expand(word, env))
 	}
 	dir := c.spec.WorkingDir
 	if dir == "" {
@@ -872,9 +874,9 @@ func (r *podRun) event(kind, reason, message, container string) {
 	}
 }
 
-// configMap and secret read a ConfigMap's or a Secret's data for containerEnv
+// ConfigMap and Secret read a ConfigMap's or a Secret's data for local.ContainerEnv
 // and the volumes.
-func (p *ProcessKubelet) configMap(ctx context.Context, namespace, name string) (map[string]string, error) {
+func (p *ProcessKubelet) ConfigMap(ctx context.Context, namespace, name string) (map[string]string, error) {
 	cm, err := p.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -892,7 +894,7 @@ func (p *ProcessKubelet) configMap(ctx context.Context, namespace, name string) 
 	return data, nil
 }
 
-func (p *ProcessKubelet) secret(ctx context.Context, namespace, name string) (map[string]string, error) {
+func (p *ProcessKubelet) Secret(ctx context.Context, namespace, name string) (map[string]string, error) {
 	s, err := p.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil

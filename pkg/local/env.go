@@ -1,10 +1,7 @@
-//go:build linux
+package local
 
-package e2e
-
-// What the kubelet gives a container of the process nodes to run: its
-// environment, and its command and arguments with $(VAR) put in, as the
-// kubelet works them out (kubelet_pods.go's makeEnvironmentVariables and
+// What the kubelet gives a container to run: its environment, and its
+// command and arguments with $(VAR) put in, as the kubelet works them out (kubelet_pods.go's makeEnvironmentVariables and
 // the expansion package): envFrom first, in order, then env, in order, each
 // value with the variables defined before it put in; valueFrom from the pod's
 // fields, the container's resources, or a ConfigMap's or Secret's key in the
@@ -22,17 +19,23 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// keyedData reads the data of ConfigMaps and Secrets of a namespace: nil
+// KeyedData reads the data of ConfigMaps and Secrets of a namespace: nil
 // and no error when there is no such object.
-type keyedData interface {
-	configMap(ctx context.Context, namespace, name string) (map[string]string, error)
-	secret(ctx context.Context, namespace, name string) (map[string]string, error)
+type KeyedData interface {
+	ConfigMap(ctx context.Context, namespace, name string) (map[string]string, error)
+	Secret(ctx context.Context, namespace, name string) (map[string]string, error)
 }
 
-// containerEnv is the environment of container c of pod, which runs on a node
+// NotFoundError is a ConfigMap or Secret (kind configmap or secret) that a
+// container reads and its namespace does not have.
+type NotFoundError struct{ Kind, Name string }
+
+func (e NotFoundError) Error() string { return fmt.Sprintf("%s %q not found", e.Kind, e.Name) }
+
+// ContainerEnv is the environment of container c of pod, which runs on a node
 // with the resources allocatable (what a resourceFieldRef gives for a limit
 // the container does not set).
-func containerEnv(ctx context.Context, data keyedData, pod *corev1.Pod, c *corev1.Container, allocatable corev1.ResourceList) (map[string]string, error) {
+func ContainerEnv(ctx context.Context, data KeyedData, pod *corev1.Pod, c *corev1.Container, allocatable corev1.ResourceList) (map[string]string, error) {
 	env := map[string]string{}
 	for _, from := range c.EnvFrom {
 		var values map[string]string
@@ -42,16 +45,16 @@ func containerEnv(ctx context.Context, data keyedData, pod *corev1.Pod, c *corev
 		switch {
 		case from.ConfigMapRef != nil:
 			kind, name, optional = "ConfigMap", from.ConfigMapRef.Name, from.ConfigMapRef.Optional
-			values, err = data.configMap(ctx, pod.Namespace, name)
+			values, err = data.ConfigMap(ctx, pod.Namespace, name)
 		case from.SecretRef != nil:
 			kind, name, optional = "Secret", from.SecretRef.Name, from.SecretRef.Optional
-			values, err = data.secret(ctx, pod.Namespace, name)
+			values, err = data.Secret(ctx, pod.Namespace, name)
 		}
 		if err != nil {
 			return nil, err
 		}
 		if values == nil && !isTrue(optional) {
-			return nil, fmt.Errorf("%s %q not found", strings.ToLower(kind), name)
+			return nil, NotFoundError{strings.ToLower(kind), name}
 		}
 		for key, value := range values {
 			env[from.Prefix+key] = value
@@ -59,7 +62,7 @@ func containerEnv(ctx context.Context, data keyedData, pod *corev1.Pod, c *corev
 	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			env[e.Name] = expand(e.Value, env)
+			env[e.Name] = Expand(e.Value, env)
 			continue
 		}
 		value, ok, err := valueFrom(ctx, data, pod, c, e.ValueFrom, allocatable)
@@ -75,7 +78,7 @@ func containerEnv(ctx context.Context, data keyedData, pod *corev1.Pod, c *corev
 
 // valueFrom is a variable's value from its source; false for an optional key
 // that is not there.
-func valueFrom(ctx context.Context, data keyedData, pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, allocatable corev1.ResourceList) (string, bool, error) {
+func valueFrom(ctx context.Context, data KeyedData, pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, allocatable corev1.ResourceList) (string, bool, error) {
 	switch {
 	case from.FieldRef != nil:
 		value, err := podField(pod, from.FieldRef.FieldPath)
@@ -85,11 +88,11 @@ func valueFrom(ctx context.Context, data keyedData, pod *corev1.Pod, c *corev1.C
 		return value, err == nil, err
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef
-		values, err := data.configMap(ctx, pod.Namespace, ref.Name)
+		values, err := data.ConfigMap(ctx, pod.Namespace, ref.Name)
 		return key(values, err, "configmap", ref.Name, ref.Key, ref.Optional)
 	case from.SecretKeyRef != nil:
 		ref := from.SecretKeyRef
-		values, err := data.secret(ctx, pod.Namespace, ref.Name)
+		values, err := data.Secret(ctx, pod.Namespace, ref.Name)
 		return key(values, err, "secret", ref.Name, ref.Key, ref.Optional)
 	}
 	return "", false, fmt.Errorf("a valueFrom without a source")
@@ -107,7 +110,7 @@ func key(values map[string]string, err error, kind, name, key string, optional *
 	case isTrue(optional):
 		return "", false, nil
 	case values == nil:
-		return "", false, fmt.Errorf("%s %q not found", kind, name)
+		return "", false, NotFoundError{kind, name}
 	}
 	return "", false, fmt.Errorf("couldn't find key %s in %s %s", key, kind, name)
 }
@@ -201,7 +204,7 @@ func resourceField(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFie
 // expand puts the variables of env into s where it says $(NAME), as the
 // kubelet does: $$ is a $, and a $(NAME) of a variable env does not have
 // stays as it is.
-func expand(s string, env map[string]string) string {
+func Expand(s string, env map[string]string) string {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] != '$' || i+1 == len(s) {

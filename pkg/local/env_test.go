@@ -1,6 +1,4 @@
-//go:build linux
-
-package e2e
+package local
 
 import (
 	"context"
@@ -26,18 +24,18 @@ func TestExpand(t *testing.T) {
 		"trailing $":     "trailing $",
 		"--rank=$(A) $x": "--rank=1 $x",
 	} {
-		require.Equal(t, want, expand(in, env), "expand(%q)", in)
+		require.Equal(t, want, Expand(in, env), "Expand(%q)", in)
 	}
 }
 
 // data are ConfigMaps and Secrets of one namespace, by name.
 type data struct{ configMaps, secrets map[string]map[string]string }
 
-func (d data) configMap(_ context.Context, _, name string) (map[string]string, error) {
+func (d data) ConfigMap(_ context.Context, _, name string) (map[string]string, error) {
 	return d.configMaps[name], nil
 }
 
-func (d data) secret(_ context.Context, _, name string) (map[string]string, error) {
+func (d data) Secret(_ context.Context, _, name string) (map[string]string, error) {
 	return d.secrets[name], nil
 }
 
@@ -79,7 +77,7 @@ func TestContainerEnv(t *testing.T) {
 		configMaps: map[string]map[string]string{"settings": {"MODE": "from-configmap", "dashed-key": "kept"}},
 		secrets:    map[string]map[string]string{"creds": {"token": "s3cret"}},
 	}
-	env, err := containerEnv(context.Background(), d, pod, c, corev1.ResourceList{"memory": resource.MustParse("2Gi")})
+	env, err := ContainerEnv(context.Background(), d, pod, c, corev1.ResourceList{"memory": resource.MustParse("2Gi")})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{
 		"MODE":       "override",
@@ -98,9 +96,9 @@ func TestContainerEnv(t *testing.T) {
 	// A missing object or key is an error the kubelet reports, unless optional.
 	c.Env = []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "password"}}}}
-	_, err = containerEnv(context.Background(), d, pod, c, nil)
+	_, err = ContainerEnv(context.Background(), d, pod, c, nil)
 	require.EqualError(t, err, "env X: couldn't find key password in secret creds")
 	c.Env, c.EnvFrom = nil, []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}}}}
-	_, err = containerEnv(context.Background(), d, pod, c, nil)
+	_, err = ContainerEnv(context.Background(), d, pod, c, nil)
 	require.EqualError(t, err, `secret "gone" not found`)
 }

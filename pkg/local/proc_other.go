@@ -1,0 +1,19 @@
+//go:build !unix
+
+package local
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+func supported() error {
+	return errors.New("generator run --local runs on Linux and macOS: it needs process groups to stop every process a pod starts")
+}
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+func killGroup(int, bool) {}
+
+func exitCode(state *os.ProcessState) int32 { return int32(state.ExitCode()) }

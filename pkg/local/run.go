@@ -1,0 +1,286 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/torchwrap/generator/pkg/failure"
+)
+
+// Grace is how long a stopped process has between SIGTERM and SIGKILL.
+const Grace = 5 * time.Second
+
+// keptLines is how many of a container's last lines a failure keeps.
+const keptLines = 50
+
+// Run runs the plan's pods: each pod's init containers in turn, then its
+// containers at once, every process in a process group of its own, its
+// output and errors written to out line by line after the pod's label, as
+// generator logs writes them. When a process fails, or ctx ends, every
+// process is stopped: SIGTERM to its group, SIGKILL after grace. A process
+// that ends leaves nothing behind: its group is killed. Run returns the
+// first failure, nil when every pod succeeded; the mount paths it made are
+// gone when it returns.
+func (p *Plan) Run(ctx context.Context, out io.Writer, grace time.Duration) (*failure.Failure, error) {
+	if err := supported(); err != nil {
+		return nil, err
+	}
+	undo, err := p.make()
+	defer undo()
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	width := 0
+	for _, pod := range p.Pods {
+		width = max(width, len(pod.Label()))
+	}
+	o := &output{out: out}
+	var (
+		mu    sync.Mutex
+		first *failure.Failure
+		wg    sync.WaitGroup
+	)
+	failed := func(f failure.Failure) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil && ctx.Err() == nil {
+			first = &f
+		}
+		stop()
+	}
+	for _, pod := range p.Pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			label := fmt.Sprintf("[%s]%s ", pod.Label(), strings.Repeat(" ", width-len(pod.Label())))
+			for _, proc := range pod.Init {
+				if f := runProcess(ctx, pod, proc, &lineWriter{out: o, label: label}, grace); f != nil {
+					failed(*f)
+					return
+				}
+			}
+			var containers sync.WaitGroup
+			for _, proc := range pod.Main {
+				containers.Go(func() {
+					if f := runProcess(ctx, pod, proc, &lineWriter{out: o, label: label}, grace); f != nil {
+						failed(*f)
+					}
+				})
+			}
+			containers.Wait()
+		}()
+	}
+	wg.Wait()
+	return first, nil
+}
+
+// make makes the run's folders (each pod's with links to the files of the
+// project), the Secrets and ConfigMaps written out,
+// and the mount paths; undo removes the mount paths and the folders it
+// made for them.
+func (p *Plan) make() (undo func(), err error) {
+	var made []string
+	undo = func() {
+		for _, path := range slices.Backward(made) {
+			os.Remove(path)
+		}
+	}
+	var project []os.DirEntry
+	if p.source != "" {
+		if project, err = os.ReadDir(p.source); err != nil {
+			return undo, err
+		}
+	}
+	for _, pod := range p.Pods {
+		if err := os.MkdirAll(filepath.Join(pod.Dir, "tmp"), 0o755); err != nil {
+			return undo, err
+		}
+		for _, e := range project {
+			source := filepath.Join(p.source, e.Name())
+			if e.Name() == "tmp" || strings.HasPrefix(pod.Dir+string(filepath.Separator), source+string(filepath.Separator)) {
+				continue
+			}
+			if err := os.Symlink(source, filepath.Join(pod.Dir, e.Name())); err != nil {
+				return undo, err
+			}
+		}
+	}
+	for _, w := range p.writes {
+		if err := os.MkdirAll(w.dir, 0o755); err != nil {
+			return undo, err
+		}
+		for key, value := range w.values {
+			if err := os.WriteFile(filepath.Join(w.dir, key), []byte(value), 0o600); err != nil {
+				return undo, err
+			}
+		}
+	}
+	for _, l := range p.links {
+		if err := os.MkdirAll(l.target, 0o755); err != nil {
+			return undo, err
+		}
+		if same(l.path, l.target) {
+			continue
+		}
+		if _, err := os.Lstat(l.path); err == nil {
+			return undo, fmt.Errorf("a pod mounts %s at %s, which this machine already has: move it away, or map the volume to it", l.target, l.path)
+		}
+		var parents []string
+		for dir := filepath.Dir(l.path); !exists(dir); dir = filepath.Dir(dir) {
+			parents = append(parents, dir)
+		}
+		if err := os.MkdirAll(filepath.Dir(l.path), 0o755); err != nil {
+			return undo, fmt.Errorf("a pod mounts a volume at %s, which this run cannot make here (%v); run as a user who can, or change the mount path in the settings", l.path, err)
+		}
+		slices.Reverse(parents)
+		made = append(made, parents...)
+		if err := os.Symlink(l.target, l.path); err != nil {
+			return undo, fmt.Errorf("a pod mounts a volume at %s, which this run cannot make here (%v); run as a user who can, or change the mount path in the settings", l.path, err)
+		}
+		made = append(made, l.path)
+	}
+	return undo, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// same tells whether two paths are the same folder.
+func same(a, b string) bool {
+	x, errA := os.Stat(a)
+	y, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(x, y)
+}
+
+// runProcess runs a container's process to its end, or until ctx ends;
+// its failure, nil when it exited 0 or was stopped.
+func runProcess(ctx context.Context, pod PodPlan, proc Process, w *lineWriter, grace time.Duration) *failure.Failure {
+	if ctx.Err() != nil {
+		return nil
+	}
+	cmd := exec.Command(proc.Argv[0], proc.Argv[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = proc.Dir, environment(proc.Env, pod.Dir), w, w
+	cmd.SysProcAttr = sysProcAttr()
+	// A process that ended and left a child holding its output: the group
+	// is killed once Wait returns, which it does this long after.
+	cmd.WaitDelay = time.Second
+	base := failure.Failure{Pod: pod.Pod.Pod.Name, Member: pod.Label(), Container: proc.Container, Reason: "Error", At: time.Now()}
+	if err := cmd.Start(); err != nil {
+		f := base
+		code := int32(127)
+		f.ExitCode, f.Message = &code, err.Error()
+		w.line(err.Error())
+		f.SetLines(w.last)
+		return &f
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		killGroup(cmd.Process.Pid, false)
+		select {
+		case err = <-done:
+		case <-time.After(grace):
+			killGroup(cmd.Process.Pid, true)
+			err = <-done
+		}
+		killGroup(cmd.Process.Pid, true)
+		return nil
+	}
+	killGroup(cmd.Process.Pid, true)
+	w.flush()
+	var exit *exec.ExitError
+	if err == nil || !errors.As(err, &exit) {
+		return nil
+	}
+	f := base
+	code := exitCode(exit.ProcessState)
+	f.ExitCode, f.At = &code, time.Now()
+	f.SetLines(w.last)
+	return &f
+}
+
+// environment is a process's: the user's own, but for the variables of
+// distributed PyTorch the user may have set, then the container's, with
+// TMPDIR the pod's own.
+func environment(env []string, podDir string) []string {
+	var all []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !distributed(name) {
+			all = append(all, kv)
+		}
+	}
+	return append(append(all, "TMPDIR="+filepath.Join(podDir, "tmp")), env...)
+}
+
+// distributed tells the variables torchrun and the controllers set, which
+// a pod must not take from the user's shell.
+func distributed(name string) bool {
+	switch name {
+	case "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "JOB_COMPLETION_INDEX":
+		return true
+	}
+	return strings.HasPrefix(name, "PET_") || strings.HasPrefix(name, "TORCHELASTIC_")
+}
+
+// output is where every pod's lines go, a whole line at a time.
+type output struct {
+	mu  sync.Mutex
+	out io.Writer
+}
+
+// lineWriter writes a process's output to the run's, each line after its
+// pod's label, and keeps its last lines.
+type lineWriter struct {
+	out   *output
+	label string
+	part  []byte
+	last  []string
+}
+
+func (w *lineWriter) Write(b []byte) (int, error) {
+	w.part = append(w.part, b...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		w.line(string(w.part[:i]))
+		w.part = w.part[i+1:]
+	}
+}
+
+func (w *lineWriter) line(text string) {
+	w.out.mu.Lock()
+	fmt.Fprintf(w.out.out, "%s%s\n", w.label, text)
+	w.out.mu.Unlock()
+	w.last = append(w.last, text)
+	if len(w.last) > keptLines {
+		w.last = w.last[1:]
+	}
+}
+
+// flush writes the end of a last line without a newline.
+func (w *lineWriter) flush() {
+	if len(w.part) > 0 {
+		w.line(string(w.part))
+		w.part = nil
+	}
+}

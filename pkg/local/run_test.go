@@ -1,0 +1,239 @@
+//go:build unix
+
+package local_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/local"
+)
+
+// podSpec is a pod template whose container pytorch runs script in sh,
+// with more of its spec as YAML lines: the container's, then the pod's.
+func podSpec(script, container, pod string) string {
+	return fmt.Sprintf(`
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: example/train:1
+            command: [sh, -c, %q]%s%s`, script, container, pod)
+}
+
+// twoPods is a PyTorchJob of a master and a worker, each running its
+// script, planned to run in a new folder.
+func twoPods(t *testing.T, master, worker string, o local.Options) *local.Plan {
+	t.Helper()
+	manifest := `apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: job}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1` + master + `
+    Worker:
+      replicas: 1` + worker
+	var obj map[string]any
+	require.NoError(t, sigsyaml.Unmarshal([]byte(manifest), &obj), manifest)
+	data, err := sigsyaml.Marshal(obj)
+	require.NoError(t, err)
+	job, err := cluster.NewJob(data, "ml")
+	require.NoError(t, err)
+	pods, err := local.Pods(job)
+	require.NoError(t, err)
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	plan, err := local.Prepare(context.Background(), pods, nil, o)
+	require.NoError(t, err)
+	return plan
+}
+
+// Each pod runs in its folder with the controller's variables, its names
+// given as addresses; every line comes after its pod's label.
+func TestRunSucceeds(t *testing.T) {
+	dir := t.TempDir()
+	script := `echo "rank $RANK of $WORLD_SIZE, master $MASTER_ADDR:$MASTER_PORT, in $(basename "$PWD"), tmp $(basename "$(dirname "$TMPDIR")")"; printf 'no newline'`
+	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "", ""), local.Options{Dir: dir})
+	var out bytes.Buffer
+	failed, err := plan.Run(context.Background(), &out, time.Second)
+	require.NoError(t, err)
+	require.Nil(t, failed)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.ElementsMatch(t, []string{
+		"[master-0] rank 0 of 2, master 127.0.1.1:23456, in master-0, tmp master-0", "[master-0] no newline",
+		"[worker-0] rank 1 of 2, master 127.0.1.1:23456, in worker-0, tmp worker-0", "[worker-0] no newline",
+	}, lines)
+}
+
+// A container that fails stops the others, and its failure says what it
+// printed last and its exit code.
+func TestRunFailure(t *testing.T) {
+	plan := twoPods(t, podSpec("sleep 300", "", ""), podSpec(`echo "Traceback (most recent call last):"; echo "ValueError: bad batch size"; exit 3`, "", ""), local.Options{})
+	var out bytes.Buffer
+	failed, err := plan.Run(context.Background(), &out, time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, failed)
+	require.Equal(t, "worker-0", failed.Member)
+	require.Equal(t, int32(3), *failed.ExitCode)
+	require.Equal(t, "worker-0 (container pytorch) exited 3: ValueError: bad batch size", failed.String())
+}
+
+// pids reads the process ids a script wrote to a file, waiting for them.
+func pids(t *testing.T, file string, n int) []int {
+	t.Helper()
+	var list []int
+	require.Eventually(t, func() bool {
+		data, _ := os.ReadFile(file)
+		list = nil
+		for _, f := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(f)
+			require.NoError(t, err)
+			list = append(list, pid)
+		}
+		return len(list) == n
+	}, 10*time.Second, 10*time.Millisecond)
+	return list
+}
+
+// requireGone checks that no process of the group remains, once the
+// processes killed have been reaped.
+func requireGone(t *testing.T, pgid int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) }, 5*time.Second, 10*time.Millisecond,
+		"process group %d is left", pgid)
+}
+
+// Stopped (Ctrl-C, a timeout), a pod's processes all end, and those they
+// started: SIGTERM, then SIGKILL for one that ignores it.
+func TestRunStopsEveryProcess(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pids")
+	// Each pod's shell writes its process id, $$ (which the kubelet's
+	// expansion writes $$$$).
+	script := fmt.Sprintf(`trap '' TERM; sleep 300 & echo $$$$ >> %[1]s; sh -c 'trap "" TERM; sleep 300' & wait`, file)
+	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "", ""), local.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan *local.Plan)
+	go func() {
+		failed, err := plan.Run(ctx, &bytes.Buffer{}, 100*time.Millisecond)
+		require.NoError(t, err)
+		require.Nil(t, failed, "a stopped run is no failure")
+		close(done)
+	}()
+	groups := pids(t, file, 2)
+	cancel()
+	<-done
+	for _, pgid := range groups {
+		requireGone(t, pgid)
+	}
+}
+
+// A pod whose process exits leaves nothing it started behind.
+func TestRunLeavesNothingBehind(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pids")
+	script := fmt.Sprintf(`sleep 300 >/dev/null 2>&1 & echo $$$$ >> %s`, file)
+	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "", ""), local.Options{})
+	failed, err := plan.Run(context.Background(), &bytes.Buffer{}, time.Second)
+	require.NoError(t, err)
+	require.Nil(t, failed)
+	for _, pgid := range pids(t, file, 2) {
+		requireGone(t, pgid)
+	}
+}
+
+// What the job needs and this machine does not give is refused at once,
+// every reason, before anything is made.
+func TestPrepareRefuses(t *testing.T) {
+	manifest := []byte(`apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: job}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            command: [sh, -c, "true"]
+            env:
+            - name: TOKEN
+              valueFrom: {secretKeyRef: {name: hf, key: token}}
+            volumeMounts: [{name: data, mountPath: /data}]
+          - name: sidecar
+            image: example/sidecar
+          volumes:
+          - name: data
+            persistentVolumeClaim: {claimName: datasets}
+`)
+	job, err := cluster.NewJob(manifest, "ml")
+	require.NoError(t, err)
+	pods, err := local.Pods(job)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = local.Prepare(context.Background(), pods, nil, local.Options{Dir: dir})
+	require.EqualError(t, err, `the job cannot run here, and nothing was started:
+  the claim "datasets" (volume data, mounted at /data) is not here: map it to a folder with --map pvc/datasets=DIR
+  master-0 (container pytorch) reads the secret "hf", which is not here: map it with --map secret/hf=PATH (a folder with a file per key, or a file of KEY=VALUE lines), or read it from the cluster with --from-cluster
+  master-0 (container sidecar) has no command: it runs its image's entrypoint, which this machine does not have`)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+}
+
+// A mapped claim and Secret: the claim's folder at its mount path for the
+// run (a link, gone after it), the Secret's KEY=VALUE lines as variables
+// and as files; an emptyDir a folder of the run.
+func TestRunMapped(t *testing.T) {
+	base := t.TempDir()
+	data := filepath.Join(base, "data")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "input.txt"), []byte("42\n"), 0o644))
+	secret := filepath.Join(base, "token.env")
+	require.NoError(t, os.WriteFile(secret, []byte("# the token\ntoken=s3cret\n"), 0o600))
+	mount := func(name string) string { return filepath.Join(base, "mnt", name) }
+	pod := `
+          volumes:
+          - {name: data, persistentVolumeClaim: {claimName: datasets}}
+          - {name: creds, secret: {secretName: hf}}
+          - {name: scratch, emptyDir: {}}`
+	container := fmt.Sprintf(`
+            env:
+            - name: TOKEN
+              valueFrom: {secretKeyRef: {name: hf, key: token}}
+            volumeMounts:
+            - {name: data, mountPath: %q}
+            - {name: creds, mountPath: %q}
+            - {name: scratch, mountPath: %q}`, mount("data"), mount("creds"), mount("scratch"))
+	script := fmt.Sprintf(`echo "$TOKEN $(cat %s/input.txt) $(cat %s/token)"; echo "from $RANK" > %s/$RANK`, mount("data"), mount("creds"), mount("scratch"))
+	run := filepath.Join(base, "run")
+	plan := twoPods(t, podSpec(script, container, pod), podSpec(script, container, pod),
+		local.Options{Dir: run, Maps: map[string]string{"pvc/datasets": data, "secret/hf": secret}})
+	var out bytes.Buffer
+	failed, err := plan.Run(context.Background(), &out, time.Second)
+	require.NoError(t, err)
+	require.Nil(t, failed, out.String())
+	require.Contains(t, out.String(), "[master-0] s3cret 42 s3cret\n")
+	require.Contains(t, out.String(), "[worker-0] s3cret 42 s3cret\n")
+	_, err = os.Lstat(filepath.Join(base, "mnt"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the mount paths and the folders made for them are gone")
+	written, err := os.ReadFile(filepath.Join(run, "volumes", "scratch", "1"))
+	require.NoError(t, err)
+	require.Equal(t, "from 1\n", string(written))
+}
