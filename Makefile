@@ -8,7 +8,7 @@ HARNESS  = testdata/harness
 EDITOR_TEST = testdata/editor
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
-.PHONY: build run test integration e2e e2e-cluster sim-cluster sim-deps prebuild cross fuzz bench bench-list golden generate lint fmt dist
+.PHONY: build run test integration e2e e2e-local e2e-cluster sim-cluster sim-deps prebuild cross fuzz bench bench-list golden generate lint fmt dist
 
 ## build: the generator binary, in bin/
 build:
@@ -45,6 +45,12 @@ integration:
 ## modules (the first run builds etcd, kube-apiserver and kubectl: minutes)
 e2e:
 	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 60m -v -run '^TestExamplesOnARealAPIServer$$' ./e2e/
+
+## e2e-local: generator run --local on this machine's PyTorch (Debian's, gloo
+## on CPU): the process nodes' job of each kind that runs here, a failing rank,
+## Ctrl-C, a claim not mapped, and a new user's first job from generator init
+e2e-local: sim-deps
+	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 20m -v -run '^TestRunLocal$$' ./e2e/
 
 ## e2e-cluster: rendered jobs queued, admitted and run to their end in a
 ## simulated GPU cluster on 127.0.0.1: kube-apiserver, etcd, controller manager

@@ -78,7 +78,7 @@ var torchrun []byte
 // programs of this machine stand for those of the image.
 const processPATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// podTools is where each pod sees the tools' folder (writeTools), bound
+// podTools is where each pod sees the tools' folder (WriteTools), bound
 // before the pod's own /tmp is: the user's cache may itself be below the
 // machine's /tmp, which a pod does not see.
 const podTools = "/tmp/.process-node-tools"
@@ -118,7 +118,7 @@ func StartProcessKubelet(kubeconfig, dir string, nodes []string, allocatable cor
 	if err != nil {
 		return nil, err
 	}
-	tools, err := writeTools()
+	tools, err := WriteTools()
 	if err != nil {
 		return nil, err
 	}
@@ -176,9 +176,10 @@ func StartProcessKubelet(kubeconfig, dir string, nodes []string, allocatable cor
 	return p, nil
 }
 
-// writeTools writes the containers' tools (torchrun) to a folder of the
-// user's cache, and returns it; each pod sees it at podTools.
-func writeTools() (string, error) {
+// WriteTools writes the containers' tools (torchrun) to a folder of the
+// user's cache, and returns it; each pod sees it at podTools, and the
+// local runs of the tests put it first on PATH.
+func WriteTools() (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
