@@ -86,6 +86,9 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 	if !f.local {
 		return settings.UsageError{Err: errors.New("generator run runs a job's pods on this machine, and needs --local to say so; to run the job on a cluster: generator submit --wait -f settings.yaml")}
 	}
+	if err := local.Supported(); err != nil {
+		return err
+	}
 	if f.pods < 0 {
 		return settings.UsageError{Err: fmt.Errorf("--pods %d: give 1 or more pods, or 0 for the job's own count", f.pods)}
 	}

@@ -66,6 +66,9 @@ type Process struct {
 	Container string
 	Argv, Env []string
 	Dir       string
+	// Unset are the variables of optional keys not given, which stay
+	// unset: NAME (the secret "hf").
+	Unset []string
 }
 
 // link is a mount path made as a link to a folder of this machine.
@@ -146,6 +149,19 @@ func Prepare(ctx context.Context, pods []Pod, images []string, o Options) (*Plan
 		return nil, fmt.Errorf("the job cannot run here, and nothing was started:\n  %s", strings.Join(problems, "\n  "))
 	}
 	p.Notes = notes(pods, images, p.links)
+	var unsetVars []string
+	for _, pod := range p.Pods {
+		for _, proc := range append(slices.Clone(pod.Init), pod.Main...) {
+			for _, u := range proc.Unset {
+				if !slices.Contains(unsetVars, u) {
+					unsetVars = append(unsetVars, u)
+				}
+			}
+		}
+	}
+	if len(unsetVars) > 0 {
+		p.Notes = append(p.Notes, "optional and not given here, so unset: "+strings.Join(unsetVars, ", "))
+	}
 	return p, nil
 }
 
@@ -249,7 +265,7 @@ func process(ctx context.Context, data mapped, pod Pod, c corev1.Container, dir 
 		}
 		return Process{}, fmt.Errorf("%s: %w", who, err)
 	}
-	proc := Process{Container: c.Name, Dir: dir}
+	proc := Process{Container: c.Name, Dir: dir, Unset: unset(c, env)}
 	for _, name := range slices.Sorted(maps.Keys(env)) {
 		env[name] = rename(env[name], addresses)
 		proc.Env = append(proc.Env, name+"="+env[name])
@@ -263,6 +279,24 @@ func process(ctx context.Context, data mapped, pod Pod, c corev1.Container, dir 
 		}
 	}
 	return proc, nil
+}
+
+// unset are the container's variables from an optional key of a Secret or
+// ConfigMap that is not given.
+func unset(c corev1.Container, env map[string]string) []string {
+	var names []string
+	for _, e := range c.Env {
+		if _, ok := env[e.Name]; ok || e.ValueFrom == nil {
+			continue
+		}
+		if ref := e.ValueFrom.SecretKeyRef; ref != nil {
+			names = append(names, fmt.Sprintf("%s (key %s of the secret %q)", e.Name, ref.Key, ref.Name))
+		}
+		if ref := e.ValueFrom.ConfigMapKeyRef; ref != nil {
+			names = append(names, fmt.Sprintf("%s (key %s of the configmap %q)", e.Name, ref.Key, ref.Name))
+		}
+	}
+	return names
 }
 
 // rename gives the names of pods in a value as their addresses: each run

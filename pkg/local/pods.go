@@ -142,8 +142,9 @@ func mapAt(m map[string]any, keys ...string) map[string]any {
 // Service), with the variables of its setPodEnv after the container's own:
 // PYTHONUNBUFFERED, the master's address and port (MASTER_ and PET_), the
 // world size (pods × nprocPerNode), RANK and PET_NODE_RANK, PET_NPROC_PER_NODE
-// when nprocPerNode is set, and PET_NNODES, or with an elasticPolicy the
-// elastic ones (PET_RDZV_ENDPOINT, PET_RDZV_BACKEND, PET_NNODES as min:max,
+// (nprocPerNode, which the operator's defaults make auto), and PET_NNODES,
+// or with an elasticPolicy the elastic ones (PET_RDZV_ENDPOINT,
+// PET_RDZV_BACKEND, PET_NNODES as min:max,
 // PET_MAX_RESTARTS, PET_NPROC_PER_NODE, PET_RDZV_ID, PET_RDZV_CONF,
 // PET_STANDALONE).
 func pyTorchJobPods(job map[string]any, name, namespace string) ([]Pod, error) {
@@ -156,8 +157,14 @@ func pyTorchJobPods(job map[string]any, name, namespace string) ([]Pod, error) {
 	for _, s := range specs {
 		total += count(s.(map[string]any), "replicas")
 	}
-	nproc := 1
+	elastic := mapAt(spec, "elasticPolicy")
+	// The operator's defaults (SetDefaults_PyTorchJob): nprocPerNode auto,
+	// unless an elasticPolicy gives nProcPerNode.
 	nprocText, hasNproc := spec["nprocPerNode"].(string)
+	if _, elasticNproc := elastic["nProcPerNode"]; !hasNproc && !elasticNproc {
+		nprocText, hasNproc = "auto", true
+	}
+	nproc := 1
 	if n, err := strconv.Atoi(nprocText); err == nil {
 		nproc = n
 	}
@@ -208,7 +215,7 @@ func pyTorchJobPods(job map[string]any, name, namespace string) ([]Pod, error) {
 			if hasNproc {
 				vars = append(vars, value("PET_NPROC_PER_NODE", nprocText))
 			}
-			if elastic := mapAt(spec, "elasticPolicy"); elastic != nil {
+			if elastic != nil {
 				vars = append(vars, elasticEnv(elastic, specs, name, port)...)
 			} else {
 				vars = append(vars, value("PET_NNODES", total))
@@ -234,10 +241,20 @@ func elasticEnv(elastic, specs map[string]any, name string, port func(string) in
 	if backend == "" {
 		backend = "c10d"
 	}
-	nnodes := fmt.Sprint(count(mapAt(specs, "Worker"), "replicas"))
-	if elastic["minReplicas"] != nil || elastic["maxReplicas"] != nil {
-		nnodes = fmt.Sprintf("%d:%d", count(elastic, "minReplicas"), count(elastic, "maxReplicas"))
+	// The operator's defaults: either bound is the other, and with neither
+	// both are the workers' replicas.
+	lower, upper := count(mapAt(specs, "Worker"), "replicas"), 0
+	switch _, hasMin := elastic["minReplicas"]; {
+	case hasMin:
+		lower = count(elastic, "minReplicas")
+	case elastic["maxReplicas"] != nil:
+		lower = count(elastic, "maxReplicas")
 	}
+	upper = lower
+	if _, hasMax := elastic["maxReplicas"]; hasMax {
+		upper = count(elastic, "maxReplicas")
+	}
+	nnodes := fmt.Sprintf("%d:%d", lower, upper)
 	vars := []corev1.EnvVar{value("PET_RDZV_ENDPOINT", fmt.Sprintf("%s:%d", host, rdzvPort)), value("PET_RDZV_BACKEND", backend), value("PET_NNODES", nnodes)}
 	for key, variable := range map[string]string{"maxRestarts": "PET_MAX_RESTARTS", "nProcPerNode": "PET_NPROC_PER_NODE"} {
 		if _, ok := elastic[key]; ok {

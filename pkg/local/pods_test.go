@@ -55,7 +55,7 @@ func TestPyTorchJobPods(t *testing.T) {
 		"PET_MASTER_PORT": "23456", "WORLD_SIZE": "4", "RANK": "2", "PET_NODE_RANK": "2", "PET_NNODES": "4", "PYTHONUNBUFFERED": "1"} {
 		require.Equal(t, want, env[name], name)
 	}
-	require.NotContains(t, env, "PET_NPROC_PER_NODE", "set only with the PyTorchJob's nprocPerNode")
+	require.Equal(t, "auto", env["PET_NPROC_PER_NODE"], "the operator's default nprocPerNode")
 }
 
 // An elasticPolicy: the rendezvous endpoint, backend and min:max pods.

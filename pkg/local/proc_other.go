@@ -8,7 +8,8 @@ import (
 	"syscall"
 )
 
-func supported() error {
+// Supported tells why this system cannot run pods here, nil when it can.
+func Supported() error {
 	return errors.New("generator run --local runs on Linux and macOS: it needs process groups to stop every process a pod starts")
 }
 

@@ -7,7 +7,8 @@ import (
 	"syscall"
 )
 
-func supported() error { return nil }
+// Supported tells why this system cannot run pods here, nil when it can.
+func Supported() error { return nil }
 
 // sysProcAttr puts a process in a process group of its own, which it and
 // everything it starts share.

@@ -32,7 +32,7 @@ const keptLines = 50
 // first failure, nil when every pod succeeded; the mount paths it made are
 // gone when it returns.
 func (p *Plan) Run(ctx context.Context, out io.Writer, grace time.Duration) (*failure.Failure, error) {
-	if err := supported(); err != nil {
+	if err := Supported(); err != nil {
 		return nil, err
 	}
 	undo, err := p.make()

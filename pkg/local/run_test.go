@@ -237,3 +237,15 @@ func TestRunMapped(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "from 1\n", string(written))
 }
+
+// An optional key that is not given leaves its variable unset, and the
+// plan says so.
+func TestPrepareOptional(t *testing.T) {
+	container := `
+            env:
+            - name: TOKEN
+              valueFrom: {secretKeyRef: {name: hf, key: token, optional: true}}`
+	plan := twoPods(t, podSpec("true", container, ""), podSpec("true", "", ""), local.Options{})
+	require.Contains(t, plan.Notes, `optional and not given here, so unset: TOKEN (key token of the secret "hf")`)
+	require.NotContains(t, strings.Join(plan.Pods[0].Main[0].Env, "\n"), "TOKEN=")
+}

@@ -6,7 +6,9 @@ sum: n(n-1)/2 for a world of n processes. It prints one line,
 
     allreduce: rank 3 of 4, sum 6 (expected 6), cwd /tmp/work, NAME=value ...
 
-with the folder it runs in and the variables --show names, and exits 0; 2
+with the folder it runs in and the variables --show names (with --env, a
+second line: "environment of rank 3: " and its whole environment as JSON),
+and exits 0; 2
 when the sum is wrong; with --fail-rank R, rank R exits --exit-code (default
 3) once it has printed its line, and with --raise-rank R, rank R raises
 ZeroDivisionError in a function of its own, as a program with a bug does.
@@ -14,6 +16,7 @@ With --hold S, it waits S seconds before it exits, as a longer job would.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -27,6 +30,7 @@ parser.add_argument("--fail-rank", type=int, default=-1, help="the rank that fai
 parser.add_argument("--exit-code", type=int, default=3, help="the exit code of the rank that fails")
 parser.add_argument("--raise-rank", type=int, default=-1, help="the rank that raises ZeroDivisionError")
 parser.add_argument("--hold", type=float, default=0, help="seconds to wait before exiting")
+parser.add_argument("--env", action="store_true", help="print the whole environment")
 args = parser.parse_args()
 
 dist.init_process_group("gloo")
@@ -39,6 +43,8 @@ shown = "".join(f", {name}={os.environ.get(name, '<unset>')}" for name in args.s
 # (the training operator sets PYTHONUNBUFFERED), where print would write the
 # text and its newline apart, and two processes' lines could mix.
 sys.stdout.write(f"allreduce: rank {rank} of {world}, sum {int(total.item())} (expected {expected}), cwd {os.getcwd()}{shown}\n")
+if args.env:
+    sys.stdout.write(f"environment of rank {rank}: {json.dumps(dict(os.environ), sort_keys=True)}\n")
 sys.stdout.flush()
 dist.destroy_process_group()
 time.sleep(args.hold)

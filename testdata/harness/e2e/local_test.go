@@ -20,24 +20,27 @@ import (
 	"github.com/torchwrap/generator/testdata/harness/e2e"
 )
 
-// local runs generator run --local in a new folder: the settings of
+// localRuns run generator run --local in a new folder: the settings of
 // testdata/sim/allreduce.settings.yaml, its programs' claim mapped to
 // testdata/sim, with the tools of the process nodes (the mended torchrun of
 // Debian's PyTorch) first on PATH. mark is in the generator's environment,
 // so in every process it starts.
-type local struct {
+type localRuns struct {
 	generator, tools, sim, mark string
 }
 
-func newLocal(t *testing.T) *local {
+// localMark is the variable that marks the processes of the local runs.
+const localMark = "TORCHWRAP_LOCAL_TEST"
+
+func newLocal(t *testing.T) *localRuns {
 	tools, err := e2e.WriteTools()
 	require.NoError(t, err)
-	return &local{generator: buildGenerator(t), tools: tools, sim: cases.Path(t, "testdata", "sim"), mark: "TORCHWRAP_LOCAL_TEST=" + strconv.Itoa(os.Getpid())}
+	return &localRuns{generator: buildGenerator(t), tools: tools, sim: cases.Path(t, "testdata", "sim"), mark: localMark + "=" + strconv.Itoa(os.Getpid())}
 }
 
 // command is generator run --local in dir, with args after the flags that
 // give the settings.
-func (l *local) command(ctx context.Context, dir string, args ...string) *exec.Cmd {
+func (l *localRuns) command(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	if len(args) == 0 || args[0] != "-f" {
 		args = append([]string{"-f", filepath.Join(l.sim, "allreduce.settings.yaml"), "--map", "pvc/sim-programs=" + l.sim}, args...)
 	}
@@ -48,7 +51,7 @@ func (l *local) command(ctx context.Context, dir string, args ...string) *exec.C
 }
 
 // run runs generator run --local to its end.
-func (l *local) run(t *testing.T, args ...string) result {
+func (l *localRuns) run(t *testing.T, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -87,7 +90,7 @@ func localRanks(t *testing.T, out string) []rankLine {
 }
 
 // left are the processes of this machine whose environment has the mark.
-func (l *local) left(t *testing.T) []string {
+func (l *localRuns) left(t *testing.T) []string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	require.NoError(t, err)

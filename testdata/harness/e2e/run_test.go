@@ -19,9 +19,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/failure"
+	"github.com/torchwrap/generator/pkg/local"
 	"github.com/torchwrap/generator/testdata/cases"
 	"github.com/torchwrap/generator/testdata/harness/e2e"
 )
@@ -154,6 +156,7 @@ func (s *sim) processNodes(t *testing.T) {
 	t.Run("elastic", s.runElastic)
 	t.Run("jobset", s.runJobSet)
 	t.Run("trainjob", s.runTrainJob)
+	t.Run("local", s.runHereAndThere)
 	t.Run("setup-and-env", s.runSetupAndEnv)
 	t.Run("failure", s.runFailure)
 	t.Run("exception", s.runException)
@@ -295,6 +298,105 @@ func (s *sim) runTrainJob(t *testing.T) {
 	require.Equal(t, "TrainJob trainjob: Succeeded, pods succeeded 2/2\n", r.stdout)
 	pods := s.podsOf(t, runNamespace, "jobset.sigs.k8s.io/jobset-name="+name, 2)
 	allRanks(t, s.ranks(t, runNamespace, "node", pods), 4)
+}
+
+// The same job on the process nodes and with generator run --local, of
+// each kind whose controller run --local stands for: every rank sees the
+// same environment, but for what run --local documents as different (the
+// pods' names are their addresses, 127.0.1.N for pod N-1; PATH, HOME,
+// HOSTNAME, the folders and the user's own variables are this machine's),
+// and both runs' all_reduce agree.
+func (s *sim) runHereAndThere(t *testing.T) {
+	l := newLocal(t)
+	for kind, args := range map[string][]string{
+		"pytorchjob": nil,
+		"jobset":     {"--set", "jobKind=JobSet"},
+		"trainjob":   {"--set", "jobKind=TrainJob", "--set", "wrapper=none", "--set", "priority=null"},
+	} {
+		t.Run(kind, func(t *testing.T) {
+			name := "here-and-there-" + kind
+			args := append([]string{"--set", "mainProgram=/tmp/programs/allreduce.py --env"}, args...)
+			r := s.processJob(t, name, args...)
+			require.Equal(t, 0, r.code, r.stderr)
+			selector, container := "jobset.sigs.k8s.io/jobset-name="+name, "node"
+			switch kind {
+			case "pytorchjob":
+				selector, container = "training.kubeflow.org/job-name="+name, "pytorch"
+			case "jobset":
+				container = "pytorch"
+			}
+			var logs strings.Builder
+			for _, pod := range s.podsOf(t, runNamespace, selector, 2) {
+				logs.WriteString(kubectl(t, s.cluster, nil, "logs", "-n", runNamespace, pod, "-c", container))
+			}
+			there := environments(t, logs.String())
+
+			here := l.run(t, append([]string{"--set", "jobName=" + name, "--set", "namespace=" + runNamespace}, args...)...)
+			require.Equal(t, 0, here.code, here.stderr)
+			allRanks(t, localRanks(t, here.stdout), 4)
+
+			// The names of the pods, as their addresses.
+			manifest := s.render(t, cases.Path(t, "testdata", "sim", "allreduce.settings.yaml"),
+				append([]string{"--set", "jobName=" + name, "--set", "namespace=" + runNamespace}, args...)...)
+			job, err := cluster.NewJob(manifest, runNamespace)
+			require.NoError(t, err)
+			pods, err := local.Pods(job)
+			require.NoError(t, err)
+			var pairs []string
+			for i, p := range pods {
+				for _, n := range p.Names {
+					pairs = append(pairs, n, fmt.Sprintf("127.0.1.%d", i+1))
+				}
+			}
+			addresses := strings.NewReplacer(pairs...)
+
+			ambient := map[string]bool{}
+			for _, kv := range os.Environ() {
+				key, _, _ := strings.Cut(kv, "=")
+				ambient[key] = true
+			}
+			// What run --local documents as this machine's.
+			differ := map[string]bool{"PATH": true, "HOME": true, "HOSTNAME": true, "PWD": true, "OLDPWD": true, "TMPDIR": true,
+				// A file in a temporary folder of torchrun's.
+				"TORCHELASTIC_ERROR_FILE": true,
+				// Python sets it when the environment names no locale (PEP
+				// 538), as the process nodes' does not; the user's does.
+				"LC_CTYPE": true}
+			hereEnv := environments(t, here.stdout)
+			require.Len(t, there, 4)
+			require.Len(t, hereEnv, 4)
+			var diffs []string
+			for rank, cluster := range there {
+				mine := hereEnv[rank]
+				for key, value := range cluster {
+					if want := addresses.Replace(value); !differ[key] && mine[key] != want {
+						diffs = append(diffs, fmt.Sprintf("rank %d's %s: %q on the process nodes (%q as run --local gives it), %q here", rank, key, value, want, mine[key]))
+					}
+				}
+				for key := range mine {
+					if _, ok := cluster[key]; !ok && !differ[key] && !ambient[key] && key != localMark {
+						diffs = append(diffs, fmt.Sprintf("rank %d's %s: set here, not on the process nodes", rank, key))
+					}
+				}
+			}
+			slices.Sort(diffs)
+			require.Empty(t, diffs)
+		})
+	}
+}
+
+// environments reads the environment of each rank, as allreduce.py --env
+// prints it, from its lines.
+func environments(t *testing.T, text string) map[int]map[string]string {
+	t.Helper()
+	envs := map[int]map[string]string{}
+	for _, m := range regexp.MustCompile(`environment of rank (\d+): (\{.*\})`).FindAllStringSubmatch(text, -1) {
+		rank, _ := strconv.Atoi(m[1])
+		env := map[string]string{}
+		require.NoError(t, json.Unmarshal([]byte(m[2]), &env), m[2])
+		envs[rank] = env
+	}
+	return envs
 }
 
 // Setup commands that change folder and export a variable, and variables
@@ -462,64 +564,56 @@ func (s *sim) capture(t *testing.T, job, file, kept string) {
 
 // T9k's controller is not public, so no PyTorchTrainingJob runs here. What
 // can be proven is that the pods it would make train, as far as the T9k
-// documents say how it makes them: each replica's template as a pod, with
-// MASTER_ADDR and MASTER_PORT (the master's address and port) and, as real
-// T9k scripts read them, RANK and WORLD_SIZE. The test makes those pods
-// itself, named <job>-<type>-<index>, with a headless Service of the
-// master's name, on the process nodes: the script mode's launch (sh, the
-// setup commands, torchrun's c10d rendezvous at the master) runs every rank.
-// What T9k really names MASTER_ADDR, its torchrun mode (the controller
-// writes that torchrun line) and the DeepSpeedJob (its launcher reaches the
-// workers over ssh) stay unproven.
+// documents say how it makes them: the pods of the product's pkg/local
+// (what generator run --local runs), named <job>-<type>-<index>, with
+// MASTER_ADDR and MASTER_PORT (the master's name and a port) and, as real
+// T9k scripts read them, RANK and WORLD_SIZE. The test creates those pods
+// itself on the process nodes, with a headless Service of the master's
+// name: the script mode's launch (sh, the setup commands, torchrun's c10d
+// rendezvous at the master) runs every rank. What T9k really names
+// MASTER_ADDR, its torchrun mode (the controller writes that torchrun line)
+// and the DeepSpeedJob (its launcher reaches the workers over ssh) stay
+// unproven.
 func (s *sim) runT9k(t *testing.T) {
-	const name, port = "t9k", 23456
+	const name = "t9k"
 	manifest := s.render(t, cases.Path(t, "testdata", "sim", "allreduce.settings.yaml"), "--set", "jobName="+name,
 		"--set", "namespace="+runNamespace, "--set", "jobKind=PyTorchTrainingJob", "--set", "wrapper=none",
 		"--set", "setupCommands[0]=echo set up by the script mode of T9k")
-	job := jsonObject(t, cases.Objects(t, manifest)[0])
-	require.Equal(t, "PyTorchTrainingJob", job["kind"])
-	master := name + "-master-0"
-	var pods []string
-	rank := 0
-	for _, spec := range job["spec"].(map[string]any)["replicaSpecs"].([]any) {
-		replica := spec.(map[string]any)
-		for i := range int(replica["replicas"].(float64)) {
-			pod := fmt.Sprintf("%s-%s-%d", name, replica["type"], i)
-			template := replica["template"].(map[string]any)
-			podSpec := template["spec"].(map[string]any)
-			podSpec["nodeName"] = fmt.Sprintf("process-node-%d", rank%e2e.ProcessNodes)
-			podSpec["restartPolicy"] = replica["restartPolicy"]
-			for _, c := range podSpec["containers"].([]any) {
-				container := c.(map[string]any)
-				env, _ := container["env"].([]any)
-				for variable, value := range map[string]string{"MASTER_ADDR": master, "MASTER_PORT": fmt.Sprint(port),
-					"RANK": fmt.Sprint(rank), "WORLD_SIZE": fmt.Sprint(2)} {
-					env = append(env, map[string]any{"name": variable, "value": value})
-				}
-				container["env"] = env
+	job, err := cluster.NewJob(manifest, runNamespace)
+	require.NoError(t, err)
+	require.Equal(t, "PyTorchTrainingJob", job.Inner.GetKind())
+	pods, err := local.Pods(job)
+	require.NoError(t, err)
+	var names []string
+	port := ""
+	for i, p := range pods {
+		pod := p.Pod
+		pod.Spec.NodeName = fmt.Sprintf("process-node-%d", i%e2e.ProcessNodes)
+		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+		pod.Labels["sim.torchwrap.dev/t9k-pod"] = pod.Name
+		for _, e := range pod.Spec.Containers[0].Env {
+			if e.Name == "MASTER_PORT" {
+				port = e.Value
 			}
-			kubectl(t, s.cluster, mustJSON(t, map[string]any{
-				"apiVersion": "v1", "kind": "Pod", "spec": podSpec,
-				"metadata": map[string]any{"name": pod, "namespace": runNamespace, "labels": map[string]any{"sim.torchwrap.dev/t9k-pod": pod}},
-			}), "create", "-f", "-")
-			pods = append(pods, pod)
-			rank++
 		}
+		kubectl(t, s.cluster, mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": pod.ObjectMeta, "spec": pod.Spec}), "create", "-f", "-")
+		names = append(names, pod.Name)
 	}
+	require.NotEmpty(t, port, "the pods' MASTER_PORT")
 	kubectl(t, s.cluster, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: %[1]s, namespace: %[2]s}
 spec:
   clusterIP: None
   selector: {sim.torchwrap.dev/t9k-pod: %[1]s}
-  ports: [{port: %[3]d}]
-`, master, runNamespace, port)), "create", "-f", "-")
+  ports: [{port: %[3]s}]
+`, names[0], runNamespace, port)), "create", "-f", "-")
 	s.waitFor(t, runNamespace, "the T9k pods Succeeded", 2*time.Minute, func() bool {
 		out := kubectl(t, s.cluster, nil, "get", "pods", "-n", runNamespace, "-l", "sim.torchwrap.dev/t9k-pod", "-o", `jsonpath={.items[*].status.phase}`)
-		require.NotContains(t, out, "Failed", "a T9k pod failed:\n%s", s.podLogs(t, runNamespace, pods, "pytorch"))
+		require.NotContains(t, out, "Failed", "a T9k pod failed:\n%s", s.podLogs(t, runNamespace, names, "pytorch"))
 		return out == "Succeeded Succeeded"
 	})
-	allRanks(t, s.ranks(t, runNamespace, "pytorch", pods), 4)
+	allRanks(t, s.ranks(t, runNamespace, "pytorch", names), 4)
 }
 
 // podLogs are the logs of pods, for a failure's message.
@@ -669,7 +763,8 @@ func (s *sim) listRun(t *testing.T) {
 	require.Equal(t, map[string]cluster.State{
 		"allreduce": cluster.Succeeded, "allreduce-twin": cluster.Succeeded, "elastic": cluster.Succeeded, "jobset": cluster.Succeeded,
 		"trainjob": cluster.Succeeded, "setup-and-env": cluster.Succeeded, "failing": cluster.Failed, "exception": cluster.Failed,
-		"setup-fails": cluster.Failed,
+		"setup-fails": cluster.Failed, "here-and-there-pytorchjob": cluster.Succeeded, "here-and-there-jobset": cluster.Succeeded,
+		"here-and-there-trainjob": cluster.Succeeded,
 	}, states)
 	require.Equal(t, "TrainJob", kinds["trainjob"])
 	require.Equal(t, "AppWrapper", kinds["jobset"])
