@@ -87,9 +87,8 @@ func (p *Plan) Run(ctx context.Context, out io.Writer, grace time.Duration) (*fa
 }
 
 // make makes the run's folders (each pod's with links to the files of the
-// project), the Secrets and ConfigMaps written out,
-// and the mount paths; undo removes the mount paths and the folders it
-// made for them.
+// project), the Secrets and ConfigMaps written out, and the mount paths;
+// undo removes the mount paths and the folders it made for them.
 func (p *Plan) make() (undo func(), err error) {
 	var made []string
 	undo = func() {
@@ -135,18 +134,20 @@ func (p *Plan) make() (undo func(), err error) {
 			continue
 		}
 		if _, err := os.Lstat(l.path); err == nil {
-			return undo, fmt.Errorf("a pod mounts %s at %s, which this machine already has: move it away, or map the volume to it", l.target, l.path)
+			return undo, fmt.Errorf("a pod mounts a volume at %s, which this machine already has (and it is not %s): move it away, or map the volume to it", l.path, l.target)
 		}
+		// The folders above the mount path that are missing, the highest
+		// first: undo removes them, after the link.
 		var parents []string
 		for dir := filepath.Dir(l.path); !exists(dir); dir = filepath.Dir(dir) {
-			parents = append(parents, dir)
+			parents = append([]string{dir}, parents...)
 		}
-		if err := os.MkdirAll(filepath.Dir(l.path), 0o755); err != nil {
-			return undo, fmt.Errorf("a pod mounts a volume at %s, which this run cannot make here (%v); run as a user who can, or change the mount path in the settings", l.path, err)
-		}
-		slices.Reverse(parents)
 		made = append(made, parents...)
-		if err := os.Symlink(l.target, l.path); err != nil {
+		err := os.MkdirAll(filepath.Dir(l.path), 0o755)
+		if err == nil {
+			err = os.Symlink(l.target, l.path)
+		}
+		if err != nil {
 			return undo, fmt.Errorf("a pod mounts a volume at %s, which this run cannot make here (%v); run as a user who can, or change the mount path in the settings", l.path, err)
 		}
 		made = append(made, l.path)

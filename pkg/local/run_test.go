@@ -249,3 +249,22 @@ func TestPrepareOptional(t *testing.T) {
 	require.Contains(t, plan.Notes, `optional and not given here, so unset: TOKEN (key token of the secret "hf")`)
 	require.NotContains(t, strings.Join(plan.Pods[0].Main[0].Env, "\n"), "TOKEN=")
 }
+
+// A mount path this machine already has, as another folder, is refused
+// before any process starts, and what was made for the run is removed.
+func TestRunMountPathTaken(t *testing.T) {
+	base := t.TempDir()
+	taken := filepath.Join(base, "taken")
+	require.NoError(t, os.Mkdir(taken, 0o755))
+	marker := filepath.Join(base, "started")
+	container := fmt.Sprintf(`
+            volumeMounts: [{name: scratch, mountPath: %q}]`, taken)
+	pod := `
+          volumes: [{name: scratch, emptyDir: {}}]`
+	plan := twoPods(t, podSpec("touch "+marker, container, pod), podSpec("touch "+marker, "", ""), local.Options{})
+	failed, err := plan.Run(context.Background(), &bytes.Buffer{}, time.Second)
+	require.Nil(t, failed)
+	require.ErrorContains(t, err, "a pod mounts a volume at "+taken+", which this machine already has (and it is not ")
+	require.NoFileExists(t, marker, "no process started")
+	require.DirExists(t, taken, "the machine's folder is left as it was")
+}
