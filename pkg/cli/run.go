@@ -124,7 +124,7 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 		return err
 	}
 	opts.Dir = dir
-	plan, err := local.Prepare(ctx, pods, images(pods), opts)
+	plan, err := local.Prepare(ctx, pods, opts)
 	if err != nil {
 		if made {
 			os.RemoveAll(dir)

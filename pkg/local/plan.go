@@ -55,7 +55,6 @@ type Plan struct {
 // containers, at once.
 type PodPlan struct {
 	Pod
-	Address    string
 	Dir        string
 	Init, Main []Process
 }
@@ -84,7 +83,7 @@ type write struct {
 // once, what cannot run here: a claim, Secret or ConfigMap not mapped, two
 // volumes at one mount path, a container without a command. It stops at
 // the first error of the cluster that Options.Cluster reads from.
-func Prepare(ctx context.Context, pods []Pod, images []string, o Options) (*Plan, error) {
+func Prepare(ctx context.Context, pods []Pod, o Options) (*Plan, error) {
 	p := &Plan{source: o.Source}
 	data := mapped{maps: o.Maps, cluster: o.Cluster}
 	addresses := map[string]string{}
@@ -101,9 +100,10 @@ func Prepare(ctx context.Context, pods []Pod, images []string, o Options) (*Plan
 	}
 	mounts := map[string]string{}
 	for i, pod := range pods {
-		pp := PodPlan{Pod: pod, Address: address(i), Dir: filepath.Join(o.Dir, pod.Label())}
-		pod.Pod.Status.PodIP, pod.Pod.Status.HostIP = pp.Address, "127.0.0.1"
-		pod.Pod.Status.PodIPs, pod.Pod.Status.HostIPs = []corev1.PodIP{{IP: pp.Address}}, []corev1.HostIP{{IP: "127.0.0.1"}}
+		pp := PodPlan{Pod: pod, Dir: filepath.Join(o.Dir, pod.Label())}
+		ip := address(i)
+		pod.Pod.Status.PodIP, pod.Pod.Status.HostIP = ip, "127.0.0.1"
+		pod.Pod.Status.PodIPs, pod.Pod.Status.HostIPs = []corev1.PodIP{{IP: ip}}, []corev1.HostIP{{IP: "127.0.0.1"}}
 		pod.Pod.Spec.NodeName = "localhost"
 		sources, missing, err := p.volumes(ctx, pod, o, data)
 		if err != nil {
@@ -148,7 +148,7 @@ func Prepare(ctx context.Context, pods []Pod, images []string, o Options) (*Plan
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("the job cannot run here, and nothing was started:\n  %s", strings.Join(problems, "\n  "))
 	}
-	p.Notes = notes(pods, images, p.links)
+	p.Notes = notes(pods, p.links)
 	var unsetVars []string
 	for _, pod := range p.Pods {
 		for _, proc := range append(slices.Clone(pod.Init), pod.Main...) {
@@ -410,7 +410,7 @@ func (m mapped) read(kind, name string) (map[string]string, error) {
 }
 
 // notes say what differs here from the cluster.
-func notes(pods []Pod, images []string, links []link) []string {
+func notes(pods []Pod, links []link) []string {
 	var n []string
 	gpus := 0
 	for _, p := range pods {

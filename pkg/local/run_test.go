@@ -58,7 +58,7 @@ spec:
 	if o.Dir == "" {
 		o.Dir = t.TempDir()
 	}
-	plan, err := local.Prepare(context.Background(), pods, nil, o)
+	plan, err := local.Prepare(context.Background(), pods, o)
 	require.NoError(t, err)
 	return plan
 }
@@ -187,7 +187,7 @@ spec:
 	pods, err := local.Pods(job)
 	require.NoError(t, err)
 	dir := t.TempDir()
-	_, err = local.Prepare(context.Background(), pods, nil, local.Options{Dir: dir})
+	_, err = local.Prepare(context.Background(), pods, local.Options{Dir: dir})
 	require.EqualError(t, err, `the job cannot run here, and nothing was started:
   the claim "datasets" (volume data, mounted at /data) is not here: map it to a folder with --map pvc/datasets=DIR
   master-0 (container pytorch) reads the secret "hf", which is not here: map it with --map secret/hf=PATH (a folder with a file per key, or a file of KEY=VALUE lines), or read it from the cluster with --from-cluster
