@@ -35,7 +35,7 @@ type runFlags struct {
 func newRun(s Streams) *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
-		Use:   "run --local -f settings.yaml",
+		Use:   "run --local [-f] settings.yaml",
 		Short: "Run the job's pods as processes of this machine, to find its mistakes before it queues for GPUs",
 		Long: `run --local renders the job as render does and runs its pods here, as
 processes of this machine, before the job waits in a queue for GPUs: each
@@ -64,11 +64,16 @@ stops every process the pods started.`,
   generator run --local -f settings.yaml --pods 2 --set torchrun.nprocPerNode=1
   generator run --local -f settings.yaml --map pvc/my-data=./data --map secret/hf-token=./token.env
   generator run --local -f settings.yaml --timeout 2m`,
-		Args: cobra.NoArgs,
 		Annotations: map[string]string{
 			consequence: "nothing was run",
 		},
-		RunE: run(func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context(), s) }),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return settings.UsageError{Err: errors.New("run takes one job: pass one settings file, or merge several with -f, as in: -f base.yaml -f job.yaml")}
+			}
+			f.in.files = append(f.in.files, args...)
+			return f.run(cmd.Context(), s)
+		}),
 	}
 	f.in.register(cmd)
 	flags := cmd.Flags()
