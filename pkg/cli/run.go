@@ -150,7 +150,8 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 		ctx, cancel = context.WithTimeout(ctx, f.timeout)
 		defer cancel()
 	}
-	failed, err := plan.Run(ctx, s.Out, local.Grace)
+	w := logWriter{w: s.Out, color: terminalWidth(s.Out) > 0 && os.Getenv("NO_COLOR") == ""}
+	failed, err := plan.Run(ctx, w.line, local.Grace)
 	switch {
 	case err != nil:
 		return err

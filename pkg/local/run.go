@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
@@ -24,14 +24,14 @@ const Grace = 5 * time.Second
 const keptLines = 50
 
 // Run runs the plan's pods: each pod's init containers in turn, then its
-// containers at once, every process in a process group of its own, its
-// output and errors written to out line by line after the pod's label, as
-// generator logs writes them. When a process fails, or ctx ends, every
+// containers at once, every process in a process group of its own, each
+// line of its output and errors given to line as a line of its pod's log
+// (one call at a time, whole lines). When a process fails, or ctx ends, every
 // process is stopped: SIGTERM to its group, SIGKILL after grace. A process
 // that ends leaves nothing behind: its group is killed. Run returns the
 // first failure, nil when every pod succeeded; the mount paths it made are
 // gone when it returns.
-func (p *Plan) Run(ctx context.Context, out io.Writer, grace time.Duration) (*failure.Failure, error) {
+func (p *Plan) Run(ctx context.Context, line func(cluster.LogLine), grace time.Duration) (*failure.Failure, error) {
 	if err := Supported(); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (p *Plan) Run(ctx context.Context, out io.Writer, grace time.Duration) (*fa
 	for _, pod := range p.Pods {
 		width = max(width, len(pod.Label()))
 	}
-	o := &output{out: out}
+	o := &output{line: line}
 	var (
 		mu    sync.Mutex
 		first *failure.Failure
@@ -64,9 +64,9 @@ func (p *Plan) Run(ctx context.Context, out io.Writer, grace time.Duration) (*fa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			label := fmt.Sprintf("[%s]%s ", pod.Label(), strings.Repeat(" ", width-len(pod.Label())))
+			template := cluster.LogLine{Pod: pod.Pod.Pod.Name, Label: pod.Label(), Member: pod.Member, Width: width}
 			for _, proc := range pod.Init {
-				if f := runProcess(ctx, pod, proc, &lineWriter{out: o, label: label}, grace); f != nil {
+				if f := runProcess(ctx, pod, proc, &lineWriter{out: o, template: template}, grace); f != nil {
 					failed(*f)
 					return
 				}
@@ -74,7 +74,7 @@ func (p *Plan) Run(ctx context.Context, out io.Writer, grace time.Duration) (*fa
 			var containers sync.WaitGroup
 			for _, proc := range pod.Main {
 				containers.Go(func() {
-					if f := runProcess(ctx, pod, proc, &lineWriter{out: o, label: label}, grace); f != nil {
+					if f := runProcess(ctx, pod, proc, &lineWriter{out: o, template: template}, grace); f != nil {
 						failed(*f)
 					}
 				})
@@ -241,19 +241,19 @@ func distributed(name string) bool {
 	return strings.HasPrefix(name, "PET_") || strings.HasPrefix(name, "TORCHELASTIC_")
 }
 
-// output is where every pod's lines go, a whole line at a time.
+// output takes every pod's lines, one at a time.
 type output struct {
-	mu  sync.Mutex
-	out io.Writer
+	mu   sync.Mutex
+	line func(cluster.LogLine)
 }
 
-// lineWriter writes a process's output to the run's, each line after its
-// pod's label, and keeps its last lines.
+// lineWriter gives a process's output to the run's, a line at a time as a
+// line of its pod's log, and keeps its last lines.
 type lineWriter struct {
-	out   *output
-	label string
-	part  []byte
-	last  []string
+	out      *output
+	template cluster.LogLine
+	part     []byte
+	last     []string
 }
 
 func (w *lineWriter) Write(b []byte) (int, error) {
@@ -269,8 +269,10 @@ func (w *lineWriter) Write(b []byte) (int, error) {
 }
 
 func (w *lineWriter) line(text string) {
+	l := w.template
+	l.Text = text
 	w.out.mu.Lock()
-	fmt.Fprintf(w.out.out, "%s%s\n", w.label, text)
+	w.out.line(l)
 	w.out.mu.Unlock()
 	w.last = append(w.last, text)
 	if len(w.last) > keptLines {

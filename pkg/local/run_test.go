@@ -3,7 +3,6 @@
 package local_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -63,17 +62,23 @@ spec:
 	return plan
 }
 
+// output keeps the lines of a run, each after its pod's label; Run calls
+// line one at a time.
+type output struct{ lines []string }
+
+func (o *output) line(l cluster.LogLine) { o.lines = append(o.lines, "["+l.Label+"] "+l.Text) }
+
 // Each pod runs in its folder with the controller's variables, its names
 // given as addresses; every line comes after its pod's label.
 func TestRunSucceeds(t *testing.T) {
 	dir := t.TempDir()
 	script := `echo "rank $RANK of $WORLD_SIZE, master $MASTER_ADDR:$MASTER_PORT, in $(basename "$PWD"), tmp $(basename "$(dirname "$TMPDIR")")"; printf 'no newline'`
 	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "", ""), local.Options{Dir: dir})
-	var out bytes.Buffer
-	failed, err := plan.Run(context.Background(), &out, time.Second)
+	var out output
+	failed, err := plan.Run(context.Background(), out.line, time.Second)
 	require.NoError(t, err)
 	require.Nil(t, failed)
-	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	lines := out.lines
 	require.ElementsMatch(t, []string{
 		"[master-0] rank 0 of 2, master 127.0.1.1:23456, in master-0, tmp master-0", "[master-0] no newline",
 		"[worker-0] rank 1 of 2, master 127.0.1.1:23456, in worker-0, tmp worker-0", "[worker-0] no newline",
@@ -84,8 +89,8 @@ func TestRunSucceeds(t *testing.T) {
 // printed last and its exit code.
 func TestRunFailure(t *testing.T) {
 	plan := twoPods(t, podSpec("sleep 300", "", ""), podSpec(`echo "Traceback (most recent call last):"; echo "ValueError: bad batch size"; exit 3`, "", ""), local.Options{})
-	var out bytes.Buffer
-	failed, err := plan.Run(context.Background(), &out, time.Second)
+	var out output
+	failed, err := plan.Run(context.Background(), out.line, time.Second)
 	require.NoError(t, err)
 	require.NotNil(t, failed)
 	require.Equal(t, "worker-0", failed.Member)
@@ -130,7 +135,7 @@ func TestRunStopsEveryProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan *local.Plan)
 	go func() {
-		failed, err := plan.Run(ctx, &bytes.Buffer{}, 100*time.Millisecond)
+		failed, err := plan.Run(ctx, (&output{}).line, 100*time.Millisecond)
 		require.NoError(t, err)
 		require.Nil(t, failed, "a stopped run is no failure")
 		close(done)
@@ -149,7 +154,7 @@ func TestRunLeavesNothingBehind(t *testing.T) {
 	file := filepath.Join(dir, "pids")
 	script := fmt.Sprintf(`sleep 300 >/dev/null 2>&1 & echo $$$$ >> %s`, file)
 	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "", ""), local.Options{})
-	failed, err := plan.Run(context.Background(), &bytes.Buffer{}, time.Second)
+	failed, err := plan.Run(context.Background(), (&output{}).line, time.Second)
 	require.NoError(t, err)
 	require.Nil(t, failed)
 	for _, pgid := range pids(t, file, 2) {
@@ -225,12 +230,12 @@ func TestRunMapped(t *testing.T) {
 	run := filepath.Join(base, "run")
 	plan := twoPods(t, podSpec(script, container, pod), podSpec(script, container, pod),
 		local.Options{Dir: run, Maps: map[string]string{"pvc/datasets": data, "secret/hf": secret}})
-	var out bytes.Buffer
-	failed, err := plan.Run(context.Background(), &out, time.Second)
+	var out output
+	failed, err := plan.Run(context.Background(), out.line, time.Second)
 	require.NoError(t, err)
-	require.Nil(t, failed, out.String())
-	require.Contains(t, out.String(), "[master-0] s3cret 42 s3cret\n")
-	require.Contains(t, out.String(), "[worker-0] s3cret 42 s3cret\n")
+	require.Nil(t, failed, out.lines)
+	require.Contains(t, out.lines, "[master-0] s3cret 42 s3cret")
+	require.Contains(t, out.lines, "[worker-0] s3cret 42 s3cret")
 	_, err = os.Lstat(filepath.Join(base, "mnt"))
 	require.ErrorIs(t, err, os.ErrNotExist, "the mount paths and the folders made for them are gone")
 	written, err := os.ReadFile(filepath.Join(run, "volumes", "scratch", "1"))
@@ -262,7 +267,7 @@ func TestRunMountPathTaken(t *testing.T) {
 	pod := `
           volumes: [{name: scratch, emptyDir: {}}]`
 	plan := twoPods(t, podSpec("touch "+marker, container, pod), podSpec("touch "+marker, "", ""), local.Options{})
-	failed, err := plan.Run(context.Background(), &bytes.Buffer{}, time.Second)
+	failed, err := plan.Run(context.Background(), (&output{}).line, time.Second)
 	require.Nil(t, failed)
 	require.ErrorContains(t, err, "a pod mounts a volume at "+taken+", which this machine already has (and it is not ")
 	require.NoFileExists(t, marker, "no process started")
