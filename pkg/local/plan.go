@@ -412,27 +412,40 @@ func (m mapped) read(kind, name string) (map[string]string, error) {
 // notes say what differs here from the cluster.
 func notes(pods []Pod, links []link) []string {
 	var n []string
-	gpus := 0
+	asked := 0
 	for _, p := range pods {
 		for _, c := range p.Pod.Spec.Containers {
 			q := c.Resources.Limits["nvidia.com/gpu"]
-			gpus = max(gpus, int(q.Value()))
+			asked = max(asked, int(q.Value()))
 		}
 	}
-	here := machineGPUs()
-	switch {
-	case gpus > 0 && here == 0:
-		n = append(n, fmt.Sprintf("no GPU here (the job asks %d a pod): its processes run on CPU, so the program must choose a backend that runs there (gloo, not nccl)", gpus))
-	case gpus > 0:
-		n = append(n, fmt.Sprintf("the pods share this machine's %d GPUs (the job asks %d a pod)", here, gpus))
+	if note := gpuNote(asked, len(pods), machineGPUs()); note != "" {
+		n = append(n, note)
 	}
 	n = append(n, fmt.Sprintf("each pod is at an address of the loopback range (%s for %s), and the pods' names in their variables are given as those addresses", pods[0].Pod.Status.PodIP, pods[0].Label()))
 	shared := []string{"/dev/shm"}
 	for _, l := range links {
 		shared = append(shared, l.path)
 	}
-	n = append(n, fmt.Sprintf("the pods share this machine's network and files: %s %s one for all pods; no namespaces isolate them", strings.Join(shared, ", "), cmp.Or(map[bool]string{true: "is"}[len(shared) == 1], "are")))
-	return n
+	verb := "are"
+	if len(shared) == 1 {
+		verb = "is"
+	}
+	return append(n, fmt.Sprintf("the pods share this machine's network and files: %s %s one for all pods; no namespaces isolate them", strings.Join(shared, ", "), verb))
+}
+
+// gpuNote says how the job's GPUs (asked a pod, of pods) meet this
+// machine's (here): none, fewer, enough.
+func gpuNote(asked, pods, here int) string {
+	switch {
+	case asked == 0:
+		return ""
+	case here == 0:
+		return fmt.Sprintf("no GPU here (the job asks %d a pod): its processes run on CPU, so the program must choose a backend that runs there (gloo, not nccl)", asked)
+	case here < asked*pods:
+		return fmt.Sprintf("this machine has %d GPU(s), fewer than the job's %d (%d a pod): every pod sees all of them, so fewer processes may be needed (--set torchrun.nprocPerNode=1, --pods 1)", here, asked*pods, asked)
+	}
+	return fmt.Sprintf("the pods share this machine's %d GPUs (the job asks %d a pod): every pod sees all of them", here, asked)
 }
 
 // machineGPUs counts NVIDIA's devices here.

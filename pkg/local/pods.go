@@ -243,16 +243,17 @@ func elasticEnv(elastic, specs map[string]any, name string, port func(string) in
 	}
 	// The operator's defaults: either bound is the other, and with neither
 	// both are the workers' replicas.
-	lower, upper := count(mapAt(specs, "Worker"), "replicas"), 0
-	switch _, hasMin := elastic["minReplicas"]; {
-	case hasMin:
-		lower = count(elastic, "minReplicas")
-	case elastic["maxReplicas"] != nil:
-		lower = count(elastic, "maxReplicas")
-	}
-	upper = lower
-	if _, hasMax := elastic["maxReplicas"]; hasMax {
-		upper = count(elastic, "maxReplicas")
+	_, hasMin := elastic["minReplicas"]
+	_, hasMax := elastic["maxReplicas"]
+	lower, upper := count(elastic, "minReplicas"), count(elastic, "maxReplicas")
+	switch {
+	case !hasMin && !hasMax:
+		lower = count(mapAt(specs, "Worker"), "replicas")
+		upper = lower
+	case !hasMin:
+		lower = upper
+	case !hasMax:
+		upper = lower
 	}
 	nnodes := fmt.Sprintf("%d:%d", lower, upper)
 	vars := []corev1.EnvVar{value("PET_RDZV_ENDPOINT", fmt.Sprintf("%s:%d", host, rdzvPort)), value("PET_RDZV_BACKEND", backend), value("PET_NNODES", nnodes)}
