@@ -127,3 +127,34 @@ func TestDeepSpeedJobRefused(t *testing.T) {
 	_, err = local.Pods(job)
 	require.ErrorContains(t, err, "a DeepSpeedJob does not run here: its launcher in worker 0 reaches the other workers over ssh")
 }
+
+// The operator's defaults of an elasticPolicy: a bound not given is the
+// other, and with neither both are the workers' replicas; nprocPerNode is
+// auto unless the policy gives nProcPerNode.
+func TestElasticDefaults(t *testing.T) {
+	for policy, want := range map[string][2]string{
+		"{}":                                {"3:3", "auto"},
+		"{maxReplicas: 5}":                  {"5:5", "auto"},
+		"{minReplicas: 2}":                  {"2:2", "auto"},
+		"{minReplicas: 1, nProcPerNode: 4}": {"1:1", "4"},
+	} {
+		job, err := cluster.NewJob([]byte(`apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: job}
+spec:
+  elasticPolicy: `+policy+`
+  pytorchReplicaSpecs:
+    Master:
+      template: {spec: {containers: [{name: pytorch, command: ["true"]}]}}
+    Worker:
+      replicas: 3
+      template: {spec: {containers: [{name: pytorch, command: ["true"]}]}}
+`), "ml")
+		require.NoError(t, err)
+		pods, err := local.Pods(job)
+		require.NoError(t, err)
+		env := envOf(t, pods[1])
+		require.Equal(t, want[0], env["PET_NNODES"], policy)
+		require.Equal(t, want[1], env["PET_NPROC_PER_NODE"], policy)
+	}
+}
