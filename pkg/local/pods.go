@@ -257,9 +257,9 @@ func elasticEnv(elastic, specs map[string]any, name string, port func(string) in
 	}
 	nnodes := fmt.Sprintf("%d:%d", lower, upper)
 	vars := []corev1.EnvVar{value("PET_RDZV_ENDPOINT", fmt.Sprintf("%s:%d", host, rdzvPort)), value("PET_RDZV_BACKEND", backend), value("PET_NNODES", nnodes)}
-	for key, variable := range map[string]string{"maxRestarts": "PET_MAX_RESTARTS", "nProcPerNode": "PET_NPROC_PER_NODE"} {
-		if _, ok := elastic[key]; ok {
-			vars = append(vars, value(variable, count(elastic, key)))
+	for _, field := range []struct{ key, variable string }{{"maxRestarts", "PET_MAX_RESTARTS"}, {"nProcPerNode", "PET_NPROC_PER_NODE"}} {
+		if _, ok := elastic[field.key]; ok {
+			vars = append(vars, value(field.variable, count(elastic, field.key)))
 		}
 	}
 	if id, ok := elastic["rdzvId"].(string); ok {
