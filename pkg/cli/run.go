@@ -185,11 +185,11 @@ func (f *runFlags) render(s Streams) (*renderedJob, error) {
 		return nil, err
 	}
 	var notes []string
-	if n := whole(result.Values["numPods"]); f.pods > 0 && n > f.pods {
+	if n := int(cluster.Count(result.Values, "numPods")); f.pods > 0 && n > f.pods {
 		f.in.sets = append(f.in.sets, fmt.Sprintf("numPods=%d", f.pods))
 		if elastic, ok := result.Values["elastic"].(map[string]any); ok {
 			for _, key := range []string{"minPods", "maxPods"} {
-				if whole(elastic[key]) > f.pods {
+				if int(cluster.Count(elastic, key)) > f.pods {
 					f.in.sets = append(f.in.sets, fmt.Sprintf("elastic.%s=%d", key, f.pods))
 				}
 			}
@@ -206,18 +206,6 @@ func (f *runFlags) render(s Streams) (*renderedJob, error) {
 		return nil, err
 	}
 	return &renderedJob{job: job, name: job.Inner.GetKind() + " " + job.Inner.GetName(), notes: notes}, nil
-}
-
-// whole is a count of the settings: a number of a file (float64) or of
-// --set (int64).
-func whole(v any) int {
-	switch n := v.(type) {
-	case float64:
-		return int(n)
-	case int64:
-		return int(n)
-	}
-	return 0
 }
 
 // images are the images of the pods' containers.

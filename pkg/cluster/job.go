@@ -69,10 +69,10 @@ func JobOf(object *unstructured.Unstructured) (*Job, error) {
 	return job, nil
 }
 
-// number is a count in an object, 1 when it gives none (as replicas,
+// Count is a count in an object, 1 when it gives none (as replicas,
 // parallelism and numNodes default). A rendered manifest holds numbers as
 // float64, an object read from the cluster as int64.
-func number(m map[string]any, key string) int64 {
+func Count(m map[string]any, key string) int64 {
 	switch n := m[key].(type) {
 	case float64:
 		return int64(n)

@@ -145,7 +145,7 @@ func table() []*kind {
 				if err != nil {
 					return nil, fmt.Errorf("replicaSpecs[%d]: %w", i, err)
 				}
-				sets = append(sets, PodSet{Name: stringAt(spec, "type"), Count: number(spec, "replicas"), Pod: pod})
+				sets = append(sets, PodSet{Name: stringAt(spec, "type"), Count: Count(spec, "replicas"), Pod: pod})
 			}
 			return sets, nil
 		},
@@ -163,7 +163,7 @@ func table() []*kind {
 			if err != nil {
 				return nil, fmt.Errorf("worker: %w", err)
 			}
-			return []PodSet{{Name: "worker", Count: number(worker, "replicas"), Pod: pod}}, nil
+			return []PodSet{{Name: "worker", Count: Count(worker, "replicas"), Pod: pod}}, nil
 		},
 		state:  (*Status).fromT9k,
 		member: t9kMember,
@@ -323,7 +323,7 @@ func pyTorchJobMember(obj map[string]any, pod *corev1.Pod) (Member, bool) {
 	m := Member{Role: role, Index: index, Rank: index}
 	if role == "worker" {
 		if master, ok, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs", "Master"); ok {
-			m.Rank += int(number(master, "replicas"))
+			m.Rank += int(Count(master, "replicas"))
 		}
 	}
 	return m, true
@@ -349,7 +349,7 @@ func jobSetMember(jobs []any, pod *corev1.Pod) (Member, bool) {
 	for _, j := range jobs {
 		job, _ := j.(map[string]any)
 		spec, _, _ := unstructured.NestedMap(job, "template", "spec")
-		replicas, perJob := number(job, "replicas"), min(number(spec, "parallelism"), number(spec, "completions"))
+		replicas, perJob := Count(job, "replicas"), min(Count(spec, "parallelism"), Count(spec, "completions"))
 		if stringAt(job, "name") != role {
 			m.Rank += int(replicas * perJob)
 			continue
@@ -382,7 +382,7 @@ func t9kMember(obj map[string]any, pod *corev1.Pod) (Member, bool) {
 		if stringAt(spec, "type") == role {
 			break
 		}
-		m.Rank += int(number(spec, "replicas"))
+		m.Rank += int(Count(spec, "replicas"))
 	}
 	return m, true
 }
@@ -413,7 +413,7 @@ func appWrapperPodSets(obj map[string]any) ([]PodSet, error) {
 			if err != nil {
 				return nil, fmt.Errorf("component %d, podSet %d: %w", i, j, err)
 			}
-			sets = append(sets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: number(ps, "replicas"), Pod: pod})
+			sets = append(sets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: Count(ps, "replicas"), Pod: pod})
 		}
 	}
 	return sets, nil
@@ -434,7 +434,7 @@ func pyTorchJobPodSets(obj map[string]any) ([]PodSet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pytorchReplicaSpecs.%s: %w", name, err)
 		}
-		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: number(spec, "replicas"), Pod: pod})
+		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: Count(spec, "replicas"), Pod: pod})
 	}
 	return sets, nil
 }
@@ -450,8 +450,8 @@ func jobSetPodSets(obj map[string]any) ([]PodSet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replicatedJobs[%d]: %w", i, err)
 		}
-		pods := min(number(spec, "parallelism"), number(spec, "completions"))
-		sets = append(sets, PodSet{Name: stringAt(job, "name"), Count: number(job, "replicas") * pods, Pod: pod})
+		pods := min(Count(spec, "parallelism"), Count(spec, "completions"))
+		sets = append(sets, PodSet{Name: stringAt(job, "name"), Count: Count(job, "replicas") * pods, Pod: pod})
 	}
 	return sets, nil
 }
@@ -466,5 +466,5 @@ func trainJobPodSets(obj map[string]any) ([]PodSet, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(resources, &node.Resources); err != nil {
 		return nil, fmt.Errorf("spec.trainer.resourcesPerNode: %w", err)
 	}
-	return []PodSet{{Name: "node", Count: number(trainer, "numNodes"), Pod: corev1.PodSpec{Containers: []corev1.Container{node}}}}, nil
+	return []PodSet{{Name: "node", Count: Count(trainer, "numNodes"), Pod: corev1.PodSpec{Containers: []corev1.Container{node}}}}, nil
 }

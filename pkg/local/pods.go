@@ -118,17 +118,8 @@ func fieldRef(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 }
 
-// count is a count in an object: 1 when it gives none, as replicas,
-// parallelism and numNodes default.
-func count(m map[string]any, key string) int {
-	switch n := m[key].(type) {
-	case float64:
-		return int(n)
-	case int64:
-		return int(n)
-	}
-	return 1
-}
+// count is a count in an object, as cluster.Count reads it.
+func count(m map[string]any, key string) int { return int(cluster.Count(m, key)) }
 
 func mapAt(m map[string]any, keys ...string) map[string]any {
 	for _, k := range keys {

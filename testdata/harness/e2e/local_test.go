@@ -78,12 +78,7 @@ func localRanks(t *testing.T, out string) []rankLine {
 		m := logLine.FindStringSubmatch(line)
 		require.NotNil(t, m, "a line of generator run without its pod's label: %q", line)
 		if r := allreduceLine.FindStringSubmatch(m[2]); r != nil {
-			l := rankLine{pod: m[1], cwd: r[5], log: out}
-			l.rank, _ = strconv.Atoi(r[1])
-			l.world, _ = strconv.Atoi(r[2])
-			l.sum, _ = strconv.Atoi(r[3])
-			l.expected, _ = strconv.Atoi(r[4])
-			lines = append(lines, l)
+			lines = append(lines, readRankLine(m[1], r, out))
 		}
 	}
 	return lines

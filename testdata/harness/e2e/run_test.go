@@ -69,21 +69,26 @@ func (s *sim) ranks(t *testing.T, namespace, container string, pods []string) []
 				continue
 			}
 			found++
-			r := rankLine{pod: pod, cwd: m[5], shown: map[string]string{}, log: log}
-			r.rank, _ = strconv.Atoi(m[1])
-			r.world, _ = strconv.Atoi(m[2])
-			r.sum, _ = strconv.Atoi(m[3])
-			r.expected, _ = strconv.Atoi(m[4])
-			for _, kv := range strings.Split(strings.TrimPrefix(m[6], ", "), ", ") {
-				if name, value, ok := strings.Cut(kv, "="); ok {
-					r.shown[name] = value
-				}
-			}
-			lines = append(lines, r)
+			lines = append(lines, readRankLine(pod, m, log))
 		}
 		require.NotZero(t, found, "pod %s printed no allreduce line; its log:\n%s", pod, log)
 	}
 	return lines
+}
+
+// readRankLine reads an allreduce line (allreduceLine's match) of a pod.
+func readRankLine(pod string, m []string, log string) rankLine {
+	r := rankLine{pod: pod, cwd: m[5], shown: map[string]string{}, log: log}
+	r.rank, _ = strconv.Atoi(m[1])
+	r.world, _ = strconv.Atoi(m[2])
+	r.sum, _ = strconv.Atoi(m[3])
+	r.expected, _ = strconv.Atoi(m[4])
+	for _, kv := range strings.Split(strings.TrimPrefix(m[6], ", "), ", ") {
+		if name, value, ok := strings.Cut(kv, "="); ok {
+			r.shown[name] = value
+		}
+	}
+	return r
 }
 
 // allRanks checks that the lines are those of a world of n processes, each
