@@ -81,9 +81,12 @@ func writeError(s Streams, err error, consequence string) {
 	var problems diag.List
 	var strict strictError
 	var findings findingsError
+	var refused importRefused
 	switch {
 	case errors.As(err, &findings):
 		fmt.Fprintln(s.Err, findings)
+	case errors.As(err, &refused):
+		fmt.Fprintln(s.Err, refused)
 	case errors.As(err, &problems):
 		for _, p := range problems {
 			fmt.Fprintln(s.Err, p)
@@ -138,14 +141,15 @@ delete one.
 It succeeds the MLBatch pytorchjob-generator Helm chart: a settings file that
 chart rendered gives the same objects, unless it holds a setting that
 docs/mlbatch.md lists as refused, with its fix. The chart it embeds also works on its own with
-helm template.`,
+helm template. Jobs written by hand come over with import.`,
 		Example: `  generator init                                   # a starter settings.yaml
   generator explain numGpusPerPod                  # what a key means
   generator render -f settings.yaml | kubectl apply -f -
   generator run --local -f settings.yaml           # try it here first
   generator check -f settings.yaml                 # would the cluster take it?
   generator submit --wait -f settings.yaml         # submit, then follow it to its end
-  generator logs -f NAME                           # every rank's logs`,
+  generator logs -f NAME                           # every rank's logs
+  generator import pytorchjob.yaml                 # a job written by hand, as settings`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
@@ -160,7 +164,7 @@ helm template.`,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.AddCommand(newInit(s), newRender(s), newValidate(s), newRun(s), newCheck(s), newSubmit(s), newStatus(s), newLogs(s), newList(s),
-		newStop(s), newResume(s), newDelete(s), newExplain(s), newSchema(s), newVersion(s))
+		newStop(s), newResume(s), newDelete(s), newImport(s), newExplain(s), newSchema(s), newVersion(s))
 
 	// cobra's own help and completion commands, with examples like the others.
 	root.InitDefaultHelpCmd()
