@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -47,11 +48,10 @@ func Import(obj *Object) (*Result, error) {
 		return nil, err
 	}
 	r := newReading(j)
-	model, err := schema.Model()
+	keys, err := topKeys()
 	if err != nil {
 		return nil, err
 	}
-	keys := topKeys(model.Keys())
 	values := map[string]any{}
 	for _, k := range keys {
 		read, ok := readers[k.Path]
@@ -117,16 +117,21 @@ func (j *job) describe() string {
 	return "a " + j.kind
 }
 
-// topKeys are the settings of the file's top level, in the schema's order.
-func topKeys(all schema.Keys) schema.Keys {
+// topKeys are the settings of the file's top level, in the schema's order,
+// found once per process.
+var topKeys = sync.OnceValues(func() (schema.Keys, error) {
+	model, err := schema.Model()
+	if err != nil {
+		return nil, err
+	}
 	var keys schema.Keys
-	for _, k := range all {
+	for _, k := range model.Keys() {
 		if !strings.ContainsAny(k.Path, ".[") {
 			keys = append(keys, k)
 		}
 	}
-	return keys
-}
+	return keys, nil
+})
 
 // isDefault tells whether a setting's value is its default for the kind, so
 // that the file leaves it out, as a user would.
