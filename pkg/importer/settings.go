@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/torchwrap/generator/pkg/cluster"
 )
 
 // reading is a job being read into settings: the parts of it the settings
@@ -26,7 +28,6 @@ type reading struct {
 // The names, paths and values the chart gives what it adds to the pod, which
 // import reads back into the settings that add them.
 const (
-	shmVolume        = "dshm"
 	topologyVolume   = "topology-volume"
 	topologyPath     = "/var/run/nvidia-topologyd"
 	topologyFile     = topologyPath + "/virtualTopology.xml"
@@ -42,8 +43,6 @@ const (
 	networksNote     = "k8s.v1.cni.cncf.io/networks"
 	groupAnnotation  = "kueue.x-k8s.io/podset-group-name"
 	topologyPrefix   = "kueue.x-k8s.io/podset-"
-	queueLabel       = "kueue.x-k8s.io/queue-name"
-	priorityLabel    = "kueue.x-k8s.io/priority-class"
 	appWrapperPrefix = "workload.codeflare.dev.appwrapper/"
 	sakkaraRank      = "SAKKARA_RANK"
 )
@@ -52,13 +51,6 @@ const (
 var debugPreset = [][2]string{
 	{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT,NET"}, {"TORCH_DISTRIBUTED_DEBUG", "DETAIL"},
 	{"TORCH_CPP_LOG_LEVEL", "INFO"}, {"TORCH_SHOW_CPP_STACKTRACES", "1"}, {"LOGLEVEL", "INFO"}, {"PYTHONFAULTHANDLER", "1"},
-}
-
-// faultTolerance are the AppWrapper's annotations of the settings of the same
-// name.
-var faultTolerance = []string{
-	"admissionGracePeriodDuration", "warmupGracePeriodDuration", "failureGracePeriodDuration", "retryPausePeriodDuration",
-	"retryLimit", "forcefulDeletionGracePeriodDuration", "deletionOnFailureGracePeriodDuration", "successTTLDuration",
 }
 
 // readers derive each setting from the job: a value, or false for a setting
@@ -92,10 +84,10 @@ var readers = map[string]func(r *reading) (any, bool){
 			r.notes["queueName"] = "Kueue does not queue a bare T9k job"
 			return nil, true
 		}
-		if q := str(dig(r.outer, "labels", queueLabel)); q != "" {
+		if q := str(dig(r.outer, "labels", cluster.QueueLabel)); q != "" {
 			return q, true
 		}
-		r.notes["queueName"] = "the job names no LocalQueue (label " + queueLabel + ")"
+		r.notes["queueName"] = "the job names no LocalQueue (label " + cluster.QueueLabel + ")"
 		return nil, true
 	},
 	"priority": func(r *reading) (any, bool) {
@@ -105,7 +97,7 @@ var readers = map[string]func(r *reading) (any, bool){
 		return nil, true
 	},
 	"workloadPriorityClass": func(r *reading) (any, bool) {
-		return present(str(dig(r.outer, "labels", priorityLabel)))
+		return present(str(dig(r.outer, "labels", cluster.PriorityClassLabel)))
 	},
 	"customLabels": func(r *reading) (any, bool) {
 		var labels []any
@@ -483,8 +475,8 @@ func (r *reading) kueueLabels() bool {
 // customLabels are the submitted object's labels but Kueue's.
 func (r *reading) customLabels() map[string]any {
 	labels := maps.Clone(mapOf(r.outer["labels"]))
-	delete(labels, queueLabel)
-	delete(labels, priorityLabel)
+	delete(labels, cluster.QueueLabel)
+	delete(labels, cluster.PriorityClassLabel)
 	return labels
 }
 
