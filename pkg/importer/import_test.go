@@ -133,10 +133,11 @@ spec:
 	}
 }
 
-// MCAD's AppWrapper (v1beta1, spec.resources.GenericItems) is read, and what
+// MCAD's AppWrapper (mcad.ibm.com/v1beta1, later workload.codeflare.dev/v1beta1;
+// spec.resources.GenericItems) is read, and what
 // v1beta2 has no place for is listed.
 func TestOlderAppWrapper(t *testing.T) {
-	values, res := settingsOf(t, `apiVersion: workload.codeflare.dev/v1beta1
+	values, res := settingsOf(t, `apiVersion: mcad.ibm.com/v1beta1
 kind: AppWrapper
 metadata:
   name: old-aw

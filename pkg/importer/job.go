@@ -19,7 +19,9 @@ var groups = map[string]string{
 	"DeepSpeedJob":       "batch.tensorstack.dev",
 }
 
-const appWrapperGroup = "workload.codeflare.dev"
+// appWrapperGroups are the API groups AppWrapper has had: today's, and
+// MCAD's before it (v1beta1, whose job is in spec.resources.GenericItems).
+var appWrapperGroups = map[string]bool{"workload.codeflare.dev": true, "mcad.codeflare.dev": true, "mcad.ibm.com": true}
 
 // kindNames lists the kinds import reads, for messages.
 const kindNames = "PyTorchJob, JobSet, TrainJob, PyTorchTrainingJob, DeepSpeedJob, or an AppWrapper of one"
@@ -56,7 +58,7 @@ func jobOf(obj *Object) (*job, error) {
 	refuse := func(path diag.Path, msg string, args ...any) error {
 		return &Error{Source: obj.Source, Line: obj.LineOf(path), Msg: fmt.Sprintf(msg, args...)}
 	}
-	if kind == "AppWrapper" && group == appWrapperGroup {
+	if kind == "AppWrapper" && appWrapperGroups[group] {
 		return appWrapper(obj, refuse)
 	}
 	if want, ok := groups[kind]; ok {
