@@ -20,12 +20,41 @@ type Difference struct {
 	Reason string    // why, and for a loss what to do
 }
 
+// controllerDefaults are the fields a kind's controllers (or Kueue) write
+// into every job of the kind, with the value they write (nil: any), which a
+// job read from a cluster has and the settings leave to them.
+var controllerDefaults = []struct {
+	path  diag.Path
+	value any
+	why   string
+}{
+	{diag.Path{"runPolicy", "cleanPodPolicy"}, "None", "the training operator's default"},
+	{diag.Path{"runPolicy", "suspend"}, nil, "Kueue suspends a job it queues, and resumes it when it admits it"},
+	{diag.Path{"spec", "suspend"}, nil, "Kueue suspends a job it queues, and resumes it when it admits it"},
+	{diag.Path{"components", "*", "podSetInfos"}, nil, "Kueue writes it when it admits the AppWrapper"},
+	{diag.Path{"containers", "0", "ports"}, []any{map[string]any{"containerPort": 23456.0, "name": "pytorchjob-port", "protocol": "TCP"}}, "the training operator gives the pytorch container this port"},
+	{diag.Path{"containers", "0", "ports"}, []any{map[string]any{"containerPort": 23456.0, "name": "pytorchjob-port"}}, "the training operator gives the pytorch container this port"},
+}
+
+// defaulted gives a field lost the reason a controller sets it by itself;
+// false when none does.
+func defaulted(d *Difference) bool {
+	for _, c := range controllerDefaults {
+		if d.Out == nil && endsWith(d.Path, c.path) && (c.value == nil || fmt.Sprint(c.value) == fmt.Sprint(d.In)) {
+			d.Reason = c.why
+			return true
+		}
+	}
+	return false
+}
+
 // serverFields are what the API server and controllers write into an object
 // (kubectl get -o yaml has them), which no one writes and import ignores.
 var serverFields = []diag.Path{
 	{"status"},
 	{"metadata", "uid"}, {"metadata", "resourceVersion"}, {"metadata", "generation"},
 	{"metadata", "creationTimestamp"}, {"metadata", "managedFields"}, {"metadata", "selfLink"},
+	{"metadata", "finalizers"}, {"metadata", "ownerReferences"}, {"metadata", "deletionTimestamp"}, {"metadata", "deletionGracePeriodSeconds"},
 	{"metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"},
 }
 
@@ -123,6 +152,13 @@ func compare(in, out any, inPath, outPath diag.Path, d *[]Difference) {
 		}
 		*d = append(*d, Difference{Path: outPath, Out: out})
 	case out == nil:
+		// What a map loses is told field by field too.
+		if m, ok := in.(map[string]any); ok {
+			for _, k := range sortedKeys(m) {
+				compare(m[k], nil, at(inPath, k), at(outPath, k), d)
+			}
+			return
+		}
 		*d = append(*d, Difference{Path: inPath, In: in})
 	default:
 		inMap, inIsMap := in.(map[string]any)
@@ -178,6 +214,11 @@ func compare(in, out any, inPath, outPath diag.Path, d *[]Difference) {
 				}
 				if n < len(outLeft) {
 					y, yPath = outList[outLeft[n]], at(outPath, fmt.Sprint(outLeft[n]))
+				}
+				if y == nil {
+					// An item lost is lost whole: a container, a volume.
+					*d = append(*d, Difference{Path: xPath, In: x})
+					continue
 				}
 				compare(x, y, xPath, yPath, d)
 			}
@@ -328,7 +369,6 @@ var reasons = []struct {
 	{true, diag.Path{"torchrunConfig", "minNodes"}, "T9k's older elastic bound: carried as elastic.minPods"},
 	{true, diag.Path{"torchrunConfig", "maxNodes"}, "T9k's older elastic bound: carried as elastic.maxPods"},
 	{true, diag.Path{"template", "metadata", "name"}, "the generator names the job as its AppWrapper: jobName"},
-	{true, diag.Path{"spec", "suspend"}, "Kueue suspends a job it queues itself, when it is submitted"},
 	{true, diag.Path{"spec", "nprocPerNode"}, "carried as torchrun.nprocPerNode, which the generator's script passes to torchrun (the operator would multiply WORLD_SIZE by it)"},
 	{true, diag.Path{"workingDir"}, "no setting; where the generator's launch is a shell script, import makes `cd DIR` its first setup command"},
 	{true, diag.Path{"volumes", "*", "name"}, "the generator names the volumes it adds itself (dshm for /dev/shm)"},
@@ -340,13 +380,13 @@ var reasons = []struct {
 	{true, diag.Path{"volumes", "*"}, "no setting makes this volume: the generator mounts PersistentVolumeClaims (volumes), NVMe scratch (mountNVMe), /dev/shm and the ssh and topology files; use a PersistentVolumeClaim, or patch the rendered job"},
 	{true, diag.Path{"volumeMounts", "*"}, "no setting makes this mount: volumes mounts PersistentVolumeClaims into the training container"},
 	{true, diag.Path{"containers", "*"}, "the generator's pods run one training container; run the others' work in initContainers, or patch the rendered job"},
-	{true, diag.Path{"securityContext"}, "no setting: the generator adds IPC_LOCK with numRoceGdr or serviceAccountName gdr only"},
+	{true, diag.Path{"securityContext", "**"}, "no setting: the generator adds IPC_LOCK with numRoceGdr or serviceAccountName gdr only"},
 	{true, diag.Path{"replicas"}, "the generator makes a master and numPods-1 workers (a JobSet: one replicated job of numPods pods)"},
 	{true, diag.Path{"resources", "limits", "*"}, "the generator sets limits equal to requests, but for limitCpusPerPod and limitMemoryPerPod; set those"},
 	{true, diag.Path{"components", "*"}, "an object the AppWrapper wraps beside the job: settings make the job alone; apply it on its own"},
 	{true, diag.Path{"apiVersion"}, "the AppWrapper's older API: the generator writes v1beta2"},
-	{true, diag.Path{"resources"}, "the AppWrapper's older API (v1beta1, MCAD): its fields are not in v1beta2; Kueue reads the pods' requests"},
-	{true, diag.Path{"schedulingSpec"}, "the AppWrapper's older API (v1beta1, MCAD): Kueue admits the job whole, with no minAvailable"},
+	{true, diag.Path{"spec", "resources", "GenericItems", "**"}, "the AppWrapper's older API (v1beta1, MCAD): its fields are not in v1beta2; Kueue reads the pods' requests"},
+	{true, diag.Path{"schedulingSpec", "**"}, "the AppWrapper's older API (v1beta1, MCAD): Kueue admits the job whole, with no minAvailable"},
 	{true, diag.Path{"labels", "*"}, "the generator puts customLabels on the AppWrapper, the job and every pod alike, podLabels on the pods; a label of the job alone has no setting"},
 	{true, diag.Path{"annotations", "*"}, "no setting annotates the AppWrapper or the job; podAnnotations annotate the pods"},
 }

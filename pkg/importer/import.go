@@ -29,8 +29,11 @@ type Result struct {
 	// under a header that lists what differs.
 	Settings []byte
 	// Lost are the fields of the job that the settings do not render, or
-	// render otherwise; Added, what they render that the job did not have.
-	Lost, Added []Difference
+	// render otherwise; Added, what they render that the job did not have;
+	// Defaulted, the fields the job's controllers set in every job of its
+	// kind (as a job read from a cluster has them), which the settings leave
+	// to them.
+	Lost, Added, Defaulted []Difference
 	// Refused are the settings read from the job that the schema or the
 	// chart refuse, left out of the file, each with why.
 	Refused []string
@@ -98,11 +101,15 @@ func Import(obj *Object) (*Result, error) {
 	}
 	res.Input = comparable(obj.Value)
 	for _, d := range explain(differences(j, res.Input, comparable(res.Rendered)), r.launch.note) {
-		if d.In != nil {
+		switch {
+		case d.In == nil:
+			res.Added = append(res.Added, d)
+		case defaulted(&d):
+			d.Where = obj.Where(d.Path)
+			res.Defaulted = append(res.Defaulted, d)
+		default:
 			d.Where = obj.Where(d.Path)
 			res.Lost = append(res.Lost, d)
-		} else {
-			res.Added = append(res.Added, d)
 		}
 	}
 	res.Settings = append(header(res), body...)
@@ -260,6 +267,12 @@ func header(res *Result) []byte {
 	if len(res.Lost) > 0 {
 		b.WriteString("#\n# Not carried:\n")
 		for _, d := range res.Lost {
+			fmt.Fprintf(&b, "#   - %s (line %s): %s\n", d.Path, strings.TrimPrefix(d.Where, res.Source+":"), d.Reason)
+		}
+	}
+	if len(res.Defaulted) > 0 {
+		b.WriteString("#\n# Left to the cluster, which sets them in every job of the kind:\n")
+		for _, d := range res.Defaulted {
 			fmt.Fprintf(&b, "#   - %s (line %s): %s\n", d.Path, strings.TrimPrefix(d.Where, res.Source+":"), d.Reason)
 		}
 	}

@@ -171,8 +171,8 @@ spec:
 	assert.Equal(t, "workload.codeflare.dev/v1beta2", res.Rendered["apiVersion"])
 	lost := paths(res.Lost)
 	assert.Contains(t, lost, "apiVersion")
-	assert.Contains(t, lost, "spec.schedulingSpec")
-	assert.Contains(t, lost, "spec.resources") // GenericItems[0]'s fields but the job
+	assert.Contains(t, lost, "spec.schedulingSpec.minAvailable")
+	assert.Contains(t, lost, "spec.resources.GenericItems") // its item's fields but the job
 	for _, d := range res.Lost {
 		assert.NotEmpty(t, d.Reason, d.Path.String())
 	}

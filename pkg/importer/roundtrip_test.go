@@ -42,3 +42,38 @@ func TestRoundTripOfEverythingWeOwn(t *testing.T) {
 		})
 	}
 }
+
+// A job as a cluster gives it back (kubectl get -o yaml) imports with nothing
+// lost: what the API server writes is ignored, and what the controllers and
+// Kueue set in every job of the kind is left to them, and listed as such.
+func TestJobReadFromACluster(t *testing.T) {
+	manifest := cases.Render(t, cases.Path(t, "testdata", "golden", "bare-pytorchjob", "settings.yaml"))
+	var job map[string]any
+	require.NoError(t, sigsyaml.Unmarshal(manifest, &job))
+	metadata := job["metadata"].(map[string]any)
+	metadata["uid"] = "6a1f3c52-4a0e-4c1b-9d51-2f6f1e0c9a77"
+	metadata["resourceVersion"] = "48213"
+	metadata["generation"] = 2.0
+	metadata["creationTimestamp"] = "2026-11-26T10:00:00Z"
+	metadata["finalizers"] = []any{"kueue.x-k8s.io/resource-in-use"}
+	metadata["managedFields"] = []any{map[string]any{"manager": "kubectl", "operation": "Update"}}
+	spec := job["spec"].(map[string]any)
+	spec["runPolicy"] = map[string]any{"cleanPodPolicy": "None", "suspend": false}
+	for _, replica := range spec["pytorchReplicaSpecs"].(map[string]any) {
+		container := dig(replica, "template", "spec", "containers").([]any)[0].(map[string]any)
+		container["ports"] = []any{map[string]any{"containerPort": 23456.0, "name": "pytorchjob-port", "protocol": "TCP"}}
+	}
+	job["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Running", "status": "True"}}}
+	fromCluster, err := sigsyaml.Marshal(job)
+	require.NoError(t, err)
+
+	res := importOne(t, "job.yaml", fromCluster)
+	assert.Empty(t, res.Lost)
+	assert.Equal(t, []string{
+		"spec.pytorchReplicaSpecs.Master.template.spec.containers[0].ports",
+		"spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].ports",
+		"spec.runPolicy.cleanPodPolicy",
+		"spec.runPolicy.suspend",
+	}, paths(res.Defaulted))
+	assert.Contains(t, string(res.Settings), "# Left to the cluster, which sets them in every job of the kind:")
+}
