@@ -70,28 +70,10 @@ func Import(obj *Object) (*Result, error) {
 		return nil, &Error{Source: obj.Source, Line: obj.Line, Msg: fmt.Sprintf("%s whose training container names no image (it runs its image's or its runtime's): settings need the image (containerImage); add it to the job and import it again", j.describe())}
 	}
 	res := &Result{Source: obj.Source, Line: obj.Line, Read: j.describe(), Name: str(values["jobName"])}
-	var body []byte
-	var rendered *render.Result
-	for {
-		body, err = settingsText(keys, values, r.notes)
-		if err != nil {
-			return nil, err
-		}
-		rendered, err = renderText(body)
-		var problems diag.List
-		if !errors.As(err, &problems) {
-			break
-		}
-		p := problems[0]
-		part := refusedPart(p)
-		name := str(mapOf(dig(values, part...))["name"])
-		if !remove(values, part) {
-			return nil, &Error{Source: obj.Source, Line: obj.Line, Msg: fmt.Sprintf("%s cannot be expressed as settings: %s: %s", j.describe(), p.Path, p.Message)}
-		}
-		if name != "" {
-			name = " (" + name + ")"
-		}
-		res.Refused = append(res.Refused, fmt.Sprintf("%s%s: %s", part, name, p.Message))
+	body, rendered, err := settle(keys, values, r.notes, &res.Refused)
+	var refused diag.List
+	if errors.As(err, &refused) {
+		return nil, &Error{Source: obj.Source, Line: obj.Line, Msg: fmt.Sprintf("%s cannot be expressed as settings: %s: %s", j.describe(), refused[0].Path, refused[0].Message)}
 	}
 	if err != nil {
 		return nil, err
@@ -114,6 +96,34 @@ func Import(obj *Object) (*Result, error) {
 	}
 	res.Settings = append(header(res), body...)
 	return res, nil
+}
+
+// settle writes the settings and renders them. A value the schema or the
+// chart refuses is taken out, and listed in refused with the rule's message,
+// until they render. A problem with nothing to take out (a setting no file
+// can be without) is returned alone, as a diag.List.
+func settle(keys schema.Keys, values map[string]any, notes map[string]string, refused *[]string) ([]byte, *render.Result, error) {
+	for {
+		body, err := settingsText(keys, values, notes)
+		if err != nil {
+			return nil, nil, err
+		}
+		rendered, err := renderText(body)
+		var problems diag.List
+		if !errors.As(err, &problems) {
+			return body, rendered, err
+		}
+		p := problems[0]
+		part := refusedPart(p)
+		name := str(mapOf(dig(values, part...))["name"])
+		if !remove(values, part) {
+			return nil, nil, diag.List{p}
+		}
+		if name != "" {
+			name = " (" + name + ")"
+		}
+		*refused = append(*refused, fmt.Sprintf("%s%s: %s", part, name, p.Message))
+	}
 }
 
 // describe says what the job is: "a PyTorchJob in an AppWrapper".

@@ -203,6 +203,8 @@ func TestBadInput(t *testing.T) {
 			"x.yaml:5: a JobSet of 2 replicated jobs: settings make one replicated job of identical pods (node); a JobSet of different roles cannot be imported"},
 		{"an AppWrapper of no job", "apiVersion: workload.codeflare.dev/v1beta2\nkind: AppWrapper\nmetadata: {name: x}\nspec:\n  components: []\n",
 			"x.yaml:5: an AppWrapper with no job in it: import reads an AppWrapper of a PyTorchJob, JobSet, PyTorchTrainingJob or DeepSpeedJob"},
+		{"no name", "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {}\nspec:\n  pytorchReplicaSpecs:\n    Master:\n      template:\n        spec:\n          containers:\n          - {name: pytorch, image: busybox}\n",
+			"x.yaml:1: a PyTorchJob cannot be expressed as settings: jobName: required but not set; add it, for example jobName: my-job"},
 		{"no image", "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: x}\nspec:\n  runtimeRef: {name: torch-distributed}\n",
 			"x.yaml:1: a TrainJob whose training container names no image (it runs its image's or its runtime's): settings need the image (containerImage); add it to the job and import it again"},
 	} {
