@@ -12,6 +12,7 @@ import (
 
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/schema"
 )
 
 // Exit codes.
@@ -91,12 +92,12 @@ func writeError(s Streams, err error, consequence string) {
 		for _, p := range problems {
 			fmt.Fprintln(s.Err, p)
 		}
-		fmt.Fprintf(s.Err, "%s in the settings; %s\n", count(len(problems), "problem"), consequence)
+		fmt.Fprintf(s.Err, "%s in the settings; %s\n", schema.Count(len(problems), "problem"), consequence)
 	case errors.As(err, &strict):
 		for _, w := range strict.warnings {
 			fmt.Fprintln(s.Err, w)
 		}
-		fmt.Fprintf(s.Err, "%s, and --strict makes them errors; %s\n", count(len(strict.warnings), "warning"), consequence)
+		fmt.Fprintf(s.Err, "%s, and --strict makes them errors; %s\n", schema.Count(len(strict.warnings), "warning"), consequence)
 	default:
 		fmt.Fprintf(s.Err, "Error: %v\n", err)
 	}
@@ -116,13 +117,6 @@ func run(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, [
 		}
 		return nil
 	}
-}
-
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func newRoot(s Streams) *cobra.Command {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/torchwrap/generator/pkg/importer"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/schema"
 )
 
 // maxJobFile is the largest job file import reads: real ones are a few KiB,
@@ -116,7 +117,7 @@ func importAll(args []string, s Streams) ([]*importer.Result, error) {
 type importRefused []string
 
 func (r importRefused) Error() string {
-	return fmt.Sprintf("%s\n%s cannot be imported; nothing was written", strings.Join(r, "\n"), count(len(r), "object"))
+	return fmt.Sprintf("%s\n%s cannot be imported; nothing was written", strings.Join(r, "\n"), schema.Count(len(r), "object"))
 }
 
 // jobFiles lists the files the arguments name: files as given, the .yaml and
@@ -217,10 +218,10 @@ func writeImports(s Streams, results []*importer.Result, output string) error {
 func tell(w io.Writer, res *importer.Result, to string) {
 	fmt.Fprintf(w, "%s:%d: %s %s → %s", res.Source, res.Line, res.Read, res.Name, to)
 	if len(res.Lost) == 0 {
-		fmt.Fprintf(w, ": every field carried (the generator adds %s)\n", count(len(res.Added), "field"))
+		fmt.Fprintf(w, ": every field carried (the generator adds %s)\n", schema.Count(len(res.Added), "field"))
 		return
 	}
-	fmt.Fprintf(w, ": %s not carried:\n", count(len(res.Lost), "field"))
+	fmt.Fprintf(w, ": %s not carried:\n", schema.Count(len(res.Lost), "field"))
 	for _, d := range res.Lost {
 		fmt.Fprintf(w, "  %s: %s: %s\n", d.Where, d.Path, d.Reason)
 	}
@@ -255,7 +256,7 @@ func writeChecks(w io.Writer, results []*importer.Result) error {
 			return err
 		}
 		if len(res.Lost) > 0 {
-			lost = append(lost, fmt.Sprintf("%s:%d: %s: %s not carried", res.Source, res.Line, res.Name, count(len(res.Lost), "field")))
+			lost = append(lost, fmt.Sprintf("%s:%d: %s: %s not carried", res.Source, res.Line, res.Name, schema.Count(len(res.Lost), "field")))
 		}
 	}
 	if len(lost) > 0 {

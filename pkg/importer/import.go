@@ -266,7 +266,7 @@ func header(res *Result) []byte {
 	if len(res.Lost) == 0 {
 		b.WriteString("# Rendered, these settings give every field of that job.\n")
 	} else {
-		fmt.Fprintf(&b, "# Rendered, these settings give that job but for %s, listed below.\n", count(len(res.Lost), "field"))
+		fmt.Fprintf(&b, "# Rendered, these settings give that job but for %s, listed below.\n", schema.Count(len(res.Lost), "field"))
 	}
 	if len(res.Added) > 0 {
 		b.WriteString("#\n# The render adds:\n")
@@ -310,7 +310,7 @@ func grouped(added []Difference) []string {
 	var lines []string
 	for _, reason := range order {
 		if reason != "" {
-			lines = append(lines, fmt.Sprintf("%s (%s)", reason, count(n[reason], "field")))
+			lines = append(lines, fmt.Sprintf("%s (%s)", reason, schema.Count(n[reason], "field")))
 		}
 	}
 	for _, d := range added {
@@ -319,11 +319,4 @@ func grouped(added []Difference) []string {
 		}
 	}
 	return lines
-}
-
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
