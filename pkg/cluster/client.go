@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/torchwrap/generator/pkg/failure"
 )
@@ -38,10 +38,15 @@ const FieldManager = "torchwrap-generator"
 
 // Flags are kubectl's flags for reaching a cluster (--kubeconfig, --context,
 // -n/--namespace, --as, --request-timeout, ...), read by client-go's own
-// loader: KUBECONFIG and ~/.kube/config as kubectl reads them.
+// loader: KUBECONFIG and ~/.kube/config as kubectl reads them; and how to
+// reach the worker clusters of a MultiKueue manager (--worker, -v).
 type Flags struct {
 	rules     *clientcmd.ClientConfigLoadingRules
 	overrides clientcmd.ConfigOverrides
+	// workers map worker clusters to contexts; verbose says which
+	// context reaches each.
+	workers map[string]string
+	verbose bool
 }
 
 // Register adds the flags to a command's flag set.
@@ -49,6 +54,8 @@ func (f *Flags) Register(flags *pflag.FlagSet) {
 	f.rules = clientcmd.NewDefaultClientConfigLoadingRules()
 	flags.StringVar(&f.rules.ExplicitPath, "kubeconfig", "", "the kubeconfig file to use (default: KUBECONFIG, else ~/.kube/config)")
 	clientcmd.BindOverrideFlags(&f.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
+	flags.StringToStringVar(&f.workers, "worker", nil, "the kubeconfig context of a MultiKueue worker cluster, as WORKER=CONTEXT (repeat it for more; default: the context named as the worker, else the one of its server)")
+	flags.BoolVarP(&f.verbose, "verbose", "v", false, "say which kubeconfig context reaches each MultiKueue worker cluster")
 }
 
 // Namespace is the namespace that -n gives, or "".
@@ -75,6 +82,9 @@ type Client struct {
 	// Keeper keeps the failures that Follow, Logs and Status see, for
 	// Status to tell after the pods are gone; nil keeps nothing.
 	Keeper *failure.Keeper
+	// Workers reach the worker clusters of a MultiKueue manager; nil
+	// reaches none.
+	Workers Workers
 }
 
 // every is the time between two readings of a job that is waited for.
@@ -94,18 +104,46 @@ func (f *Flags) Connect(userAgent string, warnings io.Writer) (*Client, error) {
 			return nil, BadFlag{Err: fmt.Errorf("--kubeconfig %s: %w", path, errors.Unwrap(err))}
 		}
 	}
-	config := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.rules, &f.overrides)
 	if name := f.overrides.CurrentContext; name != "" {
-		raw, err := config.RawConfig()
+		raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.rules, &f.overrides).RawConfig()
 		if _, ok := raw.Contexts[name]; err == nil && !ok {
-			contexts := make([]string, 0, len(raw.Contexts))
-			for c := range raw.Contexts {
-				contexts = append(contexts, c)
-			}
-			sort.Strings(contexts)
-			return nil, BadFlag{Err: fmt.Errorf("--context %s: the kubeconfig has no such context; it has: %s", name, strings.Join(contexts, ", "))}
+			return nil, BadFlag{Err: fmt.Errorf("--context %s: the kubeconfig has no such context; it has: %s", name, contextNames(raw))}
 		}
 	}
+	client, err := f.client(&f.overrides, userAgent, warnings)
+	if err != nil {
+		return nil, err
+	}
+	// Without a config folder (no HOME), the mapping is the flags'.
+	file, _ := ConfigFile()
+	workers := &kubeconfigWorkers{mapping: f.workers, configFile: file,
+		kubeconfig: func() (clientcmdapi.Config, error) {
+			return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.rules, &clientcmd.ConfigOverrides{}).RawConfig()
+		},
+		dial: func(context string) (*Client, error) {
+			return f.client(f.workerOverrides(context), userAgent, warnings)
+		},
+	}
+	if f.verbose {
+		workers.verbose = warnings
+	}
+	client.Workers = workers
+	return client, nil
+}
+
+// workerOverrides are what reaches a worker cluster by its context: of the
+// flags, only those that are not about the manager's cluster (who to act
+// as, how long to wait).
+func (f *Flags) workerOverrides(context string) *clientcmd.ConfigOverrides {
+	o := f.overrides.AuthInfo
+	return &clientcmd.ConfigOverrides{CurrentContext: context, Timeout: f.overrides.Timeout,
+		AuthInfo: clientcmdapi.AuthInfo{Impersonate: o.Impersonate, ImpersonateUID: o.ImpersonateUID, ImpersonateGroups: o.ImpersonateGroups}}
+}
+
+// client makes the clients of the cluster the kubeconfig and the overrides
+// give.
+func (f *Flags) client(overrides *clientcmd.ConfigOverrides, userAgent string, warnings io.Writer) (*Client, error) {
+	config := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.rules, overrides)
 	rest, err := config.ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
 		return nil, Unreachable{Err: errors.New("no cluster to talk to: no kubeconfig was found (KUBECONFIG, ~/.kube/config); pass --kubeconfig FILE, or set KUBECONFIG")}

@@ -59,7 +59,7 @@ func (c *Client) Delete(ctx context.Context, ref Ref, wait bool) (Deletion, erro
 		return done, nil
 	}
 	done.Waited = true
-	return done, c.gone(ctx, obj, true)
+	return done, c.gone(ctx, obj, s.holder)
 }
 
 // remove deletes a job in the foreground, unless it is being deleted
@@ -91,20 +91,28 @@ func (c *Client) forget(obj *unstructured.Unstructured) error {
 	return c.Keeper.Forget(storyOf(c, obj))
 }
 
-// gone waits until a deleted job is gone, and with pods, its pods too.
-func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, pods bool) error {
+// gone waits until a deleted job is gone, and with pods (the cluster that
+// holds them), its pods too: on a MultiKueue worker, its copy and the
+// copy's pods, which MultiKueue deletes after the job.
+func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, pods *Client) error {
 	ref := Ref{Kind: old.GetKind(), Namespace: old.GetNamespace(), Name: old.GetName()}
 	resource := c.Dynamic.Resource(kindOf(old).resource).Namespace(ref.Namespace)
-	last, left := old, 0
+	last, left, copyLeft := old, 0, false
 	for range deletionPolls {
 		obj, err := resource.Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			if !pods {
+			if pods == nil {
 				return nil
 			}
+			if pods != c {
+				copied, err := pods.Dynamic.Resource(kindOf(old).resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+				if copyLeft = err == nil && copied != nil; copyLeft {
+					break
+				}
+			}
 			// Pods the user may not list are not waited for.
-			podList, err := c.podsOf(ctx, old)
+			podList, err := pods.podsOf(ctx, old)
 			if left = len(podList); err != nil || left == 0 {
 				return nil
 			}
@@ -122,11 +130,13 @@ func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, pods 
 		}
 	}
 	waiting := ""
-	if finalizers := last.GetFinalizers(); len(finalizers) > 0 {
-		waiting = " (finalizers: " + strings.Join(finalizers, ", ") + ")"
-	}
-	if left > 0 {
+	switch finalizers := last.GetFinalizers(); {
+	case copyLeft:
+		waiting = " (its copy on its MultiKueue worker cluster is left)"
+	case left > 0:
 		waiting = fmt.Sprintf(" (%d of its pods are left)", left)
+	case len(finalizers) > 0:
+		waiting = " (finalizers: " + strings.Join(finalizers, ", ") + ")"
 	}
 	return fmt.Errorf("the %s is still being deleted after %v%s: what should delete it may be down; see it with generator status %s -n %s",
 		ref, deletionPolls*c.every(), waiting, ref.Name, ref.Namespace)

@@ -21,6 +21,9 @@ func (s Status) Line() string {
 func (s Status) summary() string {
 	var b strings.Builder
 	b.WriteString(string(s.State))
+	if s.Worker != nil && !s.State.Finished() {
+		fmt.Fprintf(&b, " on worker cluster %s", s.Worker.Name)
+	}
 	if s.State == Queued && s.Queue != "" {
 		fmt.Fprintf(&b, " in %s", s.queue())
 	}
@@ -108,6 +111,7 @@ func (s Status) Lines() string {
 	}
 	line("queue", strings.Join(queue, ", "))
 	line("workload", s.Workload)
+	line("worker", s.Worker.String())
 	for _, e := range s.Warnings {
 		// Kueue's pending reason is an event of its Workload too: said once.
 		if e.Message != oneLine(s.Message) {
@@ -231,4 +235,27 @@ func Cut(text string, n int) string {
 // oneLine joins the lines of a message.
 func oneLine(text string) string {
 	return strings.Join(strings.Fields(text), " ")
+}
+
+// String says where a MultiKueue manager's job runs, as status writes it:
+//
+//	worker1 (context worker1, by its name): Running
+//	worker1 (context east, by --worker): its copy is gone
+//	worker1: not read: no context of your kubeconfig reaches ...
+func (w *Worker) String() string {
+	switch {
+	case w == nil:
+		return ""
+	case w.Unread != "":
+		return w.Name + ": not read: " + w.Unread
+	}
+	text := fmt.Sprintf("%s (context %s, by %s): ", w.Name, w.Context, w.Matched)
+	if w.State == "" {
+		return text + "its copy there is gone (MultiKueue deletes it once the job has finished, or is held)"
+	}
+	text += string(w.State)
+	if w.Phase != "" {
+		text += " (" + w.Phase + ")"
+	}
+	return text
 }

@@ -76,11 +76,16 @@ func (c *Client) warnings(ctx context.Context, obj *unstructured.Unstructured, w
 	for _, e := range latest {
 		out = append(out, e)
 	}
+	return recent(out), nil
+}
+
+// recent are the latest of the events, the latest first.
+func recent(out []Event) []Event {
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Last.Equal(out[j].Last) {
 			return out[i].Last.After(out[j].Last)
 		}
 		return out[i].Object+out[i].Reason < out[j].Object+out[j].Reason
 	})
-	return out[:min(len(out), recentWarnings)], nil
+	return out[:min(len(out), recentWarnings)]
 }

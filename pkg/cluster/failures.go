@@ -41,15 +41,16 @@ const tailLines = 200
 // (the AppWrapper controller deletes the pods of a failed attempt), keeps
 // the failure (Client.Keeper), and hands it to notice.
 type failures struct {
-	client *Client
-	job    *reading
-	notice func(Noticed)
+	// client keeps the failures; pods is the cluster that holds the pods.
+	client, pods *Client
+	job          *reading
+	notice       func(Noticed)
 	// podEvents and warnings are the watches of the job's pods and of the
 	// Warning events in its namespace.
 	podEvents, warnings *lasting
-	// pods are the job's pods seen, by uid; attempts the attempt each pod
+	// seen are the job's pods seen, by uid; attempts the attempt each pod
 	// failed in; noticed the keys of the failures noticed.
-	pods     map[types.UID]*corev1.Pod
+	seen     map[types.UID]*corev1.Pod
 	attempts map[types.UID]int
 	noticed  map[string]bool
 }
@@ -74,21 +75,21 @@ func (r *reading) get() *unstructured.Unstructured {
 }
 
 // watchFailures opens watches of the pods of a job (as its follower last
-// read it) and of the Warning events about them, and then, until ctx ends,
-// notices each failure they show: a pod that fails once the follower has
-// read the job is seen, however soon it is deleted. Without a watch (not
-// allowed, say), it notices nothing.
-func (c *Client) watchFailures(ctx context.Context, job *reading, notice func(Noticed)) {
+// read it) and of the Warning events about them, on the cluster that holds
+// them (on), and then, until ctx ends, notices each failure they show: a
+// pod that fails once the follower has read the job is seen, however soon
+// it is deleted. Without a watch (not allowed, say), it notices nothing.
+func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed)) {
 	obj := job.get()
-	w := &failures{client: c, job: job, notice: notice, pods: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{}}
+	w := &failures{client: c, pods: on, job: job, notice: notice, seen: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{}}
 	var err error
-	w.podEvents, err = c.lastingWatch(ctx, pods, obj.GetNamespace(), metav1.ListOptions{LabelSelector: kindOf(obj).selector(obj.GetName())})
+	w.podEvents, err = on.lastingWatch(ctx, pods, obj.GetNamespace(), metav1.ListOptions{LabelSelector: kindOf(obj).selector(obj.GetName())})
 	if err != nil {
 		return
 	}
 	// Events are a help: the node controller says in them alone that a
 	// pod's node stopped answering.
-	w.warnings, err = c.lastingWatch(ctx, events, obj.GetNamespace(), metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
+	w.warnings, err = on.lastingWatch(ctx, events, obj.GetNamespace(), metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
 	if err != nil {
 		w.warnings = &lasting{current: watch.NewEmptyWatch()}
 	}
@@ -124,7 +125,7 @@ func (w *failures) run(ctx context.Context) {
 			}
 			var e corev1.Event
 			if w.warnings.seen(event, &e) && e.InvolvedObject.Kind == "Pod" {
-				if pod, ours := w.pods[e.InvolvedObject.UID]; ours {
+				if pod, ours := w.seen[e.InvolvedObject.UID]; ours {
 					if f, ok := failure.FromEvent(&e, pod, w.member(pod)); ok {
 						w.add(ctx, pod, f)
 					}
@@ -144,7 +145,7 @@ func (w *failures) podEvent(ctx context.Context, event watch.Event, ok bool) boo
 	obj := w.job.get()
 	var pod corev1.Pod
 	if w.podEvents.seen(event, &pod) && kindOf(obj).owns(obj, &pod) {
-		w.pods[pod.UID] = &pod
+		w.seen[pod.UID] = &pod
 		w.pod(ctx, &pod)
 	}
 	return true
@@ -232,7 +233,7 @@ func (w *failures) add(ctx context.Context, pod *corev1.Pod, f failure.Failure) 
 	}
 	w.noticed[f.Key] = true
 	if f.ExitCode != nil {
-		w.client.readLines(ctx, pod, &f)
+		w.pods.readLines(ctx, pod, &f)
 	}
 	obj := w.job.get()
 	if _, ok := w.attempts[pod.UID]; !ok {

@@ -73,6 +73,11 @@ type noticing struct {
 	// the watch reads too (nil until the first reading).
 	noticed chan Noticed
 	job     *reading
+	// watching is the cluster whose pods are watched, and unwatch ends
+	// that watch: a MultiKueue manager's job is watched on the manager
+	// until it is dispatched, then on its worker.
+	watching *Client
+	unwatch  context.CancelFunc
 	// latest is the last attempt that failures were noticed in; seen the
 	// first failure a reading showed, for when none was noticed.
 	latest      failure.Attempt
@@ -85,21 +90,30 @@ func (c *Client) noticing(ref Ref, notice func(Noticed)) *noticing {
 }
 
 // read takes in a reading of the job, s its status: the first opens the
-// watch of its failures, until ctx ends. When the job has failed, it waits
+// watch of its failures on the cluster that holds its pods, until ctx
+// ends, and a reading that finds them on another cluster moves it there. When the job has failed, it waits
 // a while (noticeGrace) for the failures of its last attempt, which the
 // watch may not have told yet, and s says their root cause when the
 // reading shows none. The error is ctx's when ctx ended first.
 func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstructured) error {
 	if n.job == nil {
 		n.job = &reading{obj: obj}
-		n.client.watchFailures(ctx, n.job, func(x Noticed) {
+	}
+	n.job.set(obj)
+	if s.holder != nil && s.holder != n.watching {
+		if n.unwatch != nil {
+			n.unwatch()
+		}
+		var watching context.Context
+		watching, n.unwatch = context.WithCancel(ctx)
+		n.watching = s.holder
+		n.client.watchFailures(watching, s.holder, n.job, func(x Noticed) {
 			select {
 			case n.noticed <- x:
 			case <-ctx.Done():
 			}
 		})
 	}
-	n.job.set(obj)
 	if f, ok := preemption(*s); ok && !n.preemptions[f.Key] {
 		n.preemptions[f.Key] = true
 		n.add(n.client.keepOf(ctx, n.ref, int(s.Retries)+1, f))

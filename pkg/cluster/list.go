@@ -96,8 +96,24 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	default:
 		note("pods: %v", err)
 	}
+	// The pods of a job a MultiKueue manager dispatched are on its worker
+	// cluster: one list there too, for each worker that runs some.
+	on := map[*Client]podIndex{c: pods}
+	unread := map[string]bool{}
 	for _, obj := range jobs {
-		s, err := picture(obj, pods.of(obj), owned[obj.GetUID()])
+		wl := owned[obj.GetUID()]
+		holder, worker, err := c.holder(ctx, wl)
+		index := on[holder]
+		if _, listed := on[holder]; err == nil && !listed {
+			index, err = holder.podIndex(ctx, opts.Namespace)
+			on[holder] = index
+		}
+		if err != nil && !unread[worker.Name] {
+			unread[worker.Name] = true
+			note("pods on worker cluster %s: %v", worker.Name, err)
+		}
+		s, err := picture(obj, index.of(obj), wl)
+		s.Worker = worker
 		if err != nil {
 			// One job whose status cannot be read does not hide the others.
 			note("%v", err)
@@ -199,7 +215,13 @@ func (p podIndex) of(obj *unstructured.Unstructured) []corev1.Pod {
 func (l Listing) Table(allNamespaces, wide bool, now time.Time) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 3, ' ', 0)
+	// The worker cluster of a job a MultiKueue manager dispatched, when
+	// there are such jobs.
+	workers := slices.ContainsFunc(l.Jobs, func(s Status) bool { return s.Worker != nil })
 	columns := []string{"NAME", "KIND", "STATE", "QUEUE", "POSITION", "PODS", "GPUS", "RESTARTS", "AGE"}
+	if workers {
+		columns = slices.Insert(columns, 3, "WORKER")
+	}
 	if allNamespaces {
 		columns = append([]string{"NAMESPACE"}, columns...)
 	}
@@ -210,6 +232,13 @@ func (l Listing) Table(allNamespaces, wide bool, now time.Time) string {
 	for _, s := range l.Jobs {
 		row := []string{s.Name, s.Kind, string(s.State), dash(s.Queue), dash(count(s.Position)), fmt.Sprintf("%d/%d", s.Pods.Ready, s.Pods.Expected),
 			fmt.Sprint(s.GPUs), fmt.Sprint(s.Retries), age(s.Created, now)}
+		if workers {
+			worker := "-"
+			if s.Worker != nil {
+				worker = s.Worker.Name
+			}
+			row = slices.Insert(row, 3, worker)
+		}
 		if allNamespaces {
 			row = append([]string{s.Namespace}, row...)
 		}

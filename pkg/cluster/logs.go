@@ -137,7 +137,7 @@ type LogLine struct {
 // time.
 func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), note func(string), notice func(Noticed)) (Status, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &follower{client: c, req: req, line: line, stop: cancel, started: map[string]bool{}, member: map[string]types.UID{}}
+	f := &follower{req: req, line: line, stop: cancel, started: map[string]bool{}, member: map[string]types.UID{}}
 	f.note = func(text string) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -177,12 +177,16 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 				}
 			}
 			last = s
-			if err := f.start(ctx, obj, podList, round, s); err != nil {
+			if err := f.start(ctx, s.holder, obj, podList, round, s); err != nil {
 				return last, err
 			}
 			if !req.Follow || s.State.Finished() {
 				f.drain(req.Follow, followMisses*c.every())
-				if f.streams == 0 && !req.Follow {
+				switch {
+				case f.streams > 0 || req.Follow:
+				case s.Worker != nil && s.State.Finished():
+					f.note(fmt.Sprintf("no logs: the pods ran on worker cluster %s, where MultiKueue deletes them once the job has finished (generator status tells why a job failed, from what a follower kept): %s", s.Worker.Name, s.Line()))
+				default:
 					f.note("no logs yet: " + s.Line())
 				}
 				return last, f.failure()
@@ -202,41 +206,46 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 }
 
 // logRound reads the job, its pods (which the user must be allowed to
-// list) and its status.
+// list), where they are (holder), and its status, whose holder reads their
+// logs.
 func (c *Client) logRound(ctx context.Context, ref Ref) (Status, *unstructured.Unstructured, []corev1.Pod, error) {
 	obj, err := c.get(ctx, ref)
 	if err != nil {
 		return Status{}, nil, nil, err
 	}
-	podList, err := c.podsOf(ctx, obj)
+	// What Kueue says is for the message of a job without pods, and says
+	// where they are: a Workload not read leaves it out.
+	wl, err := c.workloadOf(ctx, obj)
+	if c.Unreached(err) != nil {
+		return Status{}, nil, nil, c.Unreached(err)
+	}
+	on, worker, err := c.holder(ctx, wl)
+	if err != nil {
+		return Status{}, nil, nil, fmt.Errorf("the %s runs on a MultiKueue worker cluster: %w", ref, err)
+	}
+	podList, err := on.podsOf(ctx, obj)
 	switch {
 	case err == nil:
-	case c.Unreached(err) != nil:
-		return Status{}, nil, nil, c.Unreached(err)
+	case on.Unreached(err) != nil:
+		return Status{}, nil, nil, on.Unreached(err)
 	case apierrors.IsForbidden(err):
 		return Status{}, nil, nil, forbidden("list", "pods", ref.Namespace, "to find the job's pods")
 	default:
 		return Status{}, nil, nil, fmt.Errorf("listing the pods of the %s: %w", ref, err)
 	}
-	// What Kueue says is for the message of a job without pods: a
-	// Workload not read leaves it out.
-	wl, err := c.workloadOf(ctx, obj)
-	if c.Unreached(err) != nil {
-		return Status{}, nil, nil, c.Unreached(err)
-	}
 	s, err := picture(obj, podList, wl)
 	if err != nil {
 		return s, nil, nil, err
 	}
+	s.holder, s.Worker = on, worker
 	c.place(ctx, &s)
 	return s, obj, podList, nil
 }
 
 // follower reads the logs of a job's pods, each container instance once.
 type follower struct {
-	client *Client
-	req    LogRequest
-	line   func(LogLine)
+	req  LogRequest
+	line func(LogLine)
 	// note says what happens besides the lines, one note at a time with
 	// the lines and the failures noticed.
 	note func(string)
@@ -263,8 +272,8 @@ type follower struct {
 }
 
 // start starts reading every selected container instance that has a log
-// and is not read yet.
-func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, podList []corev1.Pod, round int, s Status) error {
+// and is not read yet, from the cluster on.
+func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unstructured, podList []corev1.Pod, round int, s Status) error {
 	opts := LogOptions{Container: f.req.Container, Follow: f.req.Follow, Previous: f.req.Previous, Timestamps: f.req.Timestamps}
 	if round == 0 {
 		opts.TailLines = f.req.Tail
@@ -332,7 +341,7 @@ func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, po
 		f.streams++
 		o := opts
 		o.Container = container
-		reads = append(reads, func() { f.read(ctx, key, pod.Name, label, m, o) })
+		reads = append(reads, func() { f.read(ctx, on, key, pod.Name, label, m, o) })
 	}
 	// Once every label of the round is known, for the width.
 	for _, read := range reads {
@@ -353,9 +362,9 @@ func (f *follower) start(ctx context.Context, obj *unstructured.Unstructured, po
 	return nil
 }
 
-// read reads one container's log, line by line.
-func (f *follower) read(ctx context.Context, key, pod, label string, m Member, opts LogOptions) {
-	rc, err := f.client.LogSource.Log(ctx, f.req.Ref.Namespace, pod, opts)
+// read reads one container's log, line by line, from the cluster on.
+func (f *follower) read(ctx context.Context, on *Client, key, pod, label string, m Member, opts LogOptions) {
+	rc, err := on.LogSource.Log(ctx, f.req.Ref.Namespace, pod, opts)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
@@ -363,8 +372,8 @@ func (f *follower) read(ctx context.Context, key, pod, label string, m Member, o
 	case apierrors.IsForbidden(err):
 		f.fail(forbidden("get", "pods/log", f.req.Ref.Namespace, "to read the logs of its pods"))
 		return
-	case f.client.Unreached(err) != nil:
-		f.fail(f.client.Unreached(err))
+	case on.Unreached(err) != nil:
+		f.fail(on.Unreached(err))
 		return
 	case f.req.Follow:
 		// The container may not be ready to give its log yet, or its pod

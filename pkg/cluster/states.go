@@ -302,6 +302,9 @@ type workload struct {
 		Admission  struct {
 			ClusterQueue string `json:"clusterQueue"`
 		} `json:"admission"`
+		// ClusterName is the worker cluster a MultiKueue manager
+		// dispatched the Workload to.
+		ClusterName string `json:"clusterName"`
 	} `json:"status"`
 }
 

@@ -138,8 +138,15 @@ type Status struct {
 	// Warnings are the recent Warning events of the job's objects and pods,
 	// the latest first (status only).
 	Warnings []Event `json:"warnings,omitempty"`
+	// Worker is the worker cluster that runs the job, for a job a
+	// MultiKueue manager dispatched.
+	Worker *Worker `json:"worker,omitempty"`
 	// Notes say what could not be read.
 	Notes []string `json:"notes,omitempty"`
+
+	// holder is the client of the cluster that holds the job's pods (nil
+	// when not read, or not reached).
+	holder *Client
 }
 
 // Marker is the annotation the chart puts on every object it renders,
@@ -179,6 +186,14 @@ func (c *Client) Status(ctx context.Context, ref Ref) (Status, error) {
 	warnings, err := c.warnings(ctx, obj, wl, podList)
 	if err := c.note(&s.Notes, "its events", err); err != nil {
 		return s, err
+	}
+	if s.holder != nil && s.holder != c {
+		// The worker's events: of the job's copy, its Workload and pods.
+		there, err := s.holder.warnings(ctx, obj, wl, podList)
+		if err := s.holder.note(&s.Notes, "its events on worker cluster "+s.Worker.Name, err); err != nil {
+			s.Worker.Unread = err.Error()
+		}
+		warnings = recent(append(warnings, there...))
 	}
 	s.Warnings = warnings
 	c.story(obj, podList, &s)
@@ -253,21 +268,31 @@ func (c *Client) get(ctx context.Context, ref Ref) (*unstructured.Unstructured, 
 }
 
 // read reads the picture of a job read from the cluster, from its pods and
-// Workload (given with it), and its place in the queue.
+// Workload (given with it), and its place in the queue. The pods are read
+// where they are (holder): for a job a MultiKueue manager dispatched, on
+// its worker cluster, with the state of the job's copy there.
 func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured) (Status, []corev1.Pod, *workload, error) {
 	var notes []string
-	podList, err := c.podsOf(ctx, obj)
-	if err := c.note(&notes, "its pods", err); err != nil {
-		return Status{}, nil, nil, err
-	}
 	wl, err := c.workloadOf(ctx, obj)
 	if err := c.note(&notes, "its Kueue Workload", err); err != nil {
 		return Status{}, nil, nil, err
 	}
+	on, worker, err := c.holder(ctx, wl)
+	var podList []corev1.Pod
+	if err == nil {
+		podList, err = on.podsOf(ctx, obj)
+		if err := on.note(&notes, "its pods", err); err != nil {
+			worker.Unread = err.Error()
+		}
+	}
 	s, err := picture(obj, podList, wl)
 	s.Notes = append(s.Notes, notes...)
+	s.holder, s.Worker = on, worker
 	if err != nil {
 		return s, nil, nil, err
+	}
+	if worker != nil && worker.Unread == "" {
+		copyOn(ctx, on, worker, obj, podList)
 	}
 	c.place(ctx, &s)
 	c.namePreemptor(ctx, &s)

@@ -85,7 +85,7 @@ func (c *Client) Submit(ctx context.Context, job *Job, force bool) (Submission, 
 		if err := c.remove(ctx, old); err != nil {
 			return done, err
 		}
-		if err := c.gone(ctx, old, false); err != nil {
+		if err := c.gone(ctx, old, nil); err != nil {
 			return done, err
 		}
 		done.Replaced = status.State

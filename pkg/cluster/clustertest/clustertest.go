@@ -51,11 +51,12 @@ type Fake struct {
 
 // Resources are the fake cluster's APIs, by group version: resource → kind.
 var Resources = map[string]map[string]string{
-	"v1":                             {"pods": "Pod", "events": "Event", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace"},
-	"scheduling.k8s.io/v1":           {"priorityclasses": "PriorityClass"},
-	"storage.k8s.io/v1":              {"storageclasses": "StorageClass"},
-	"authorization.k8s.io/v1":        {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
-	"kueue.x-k8s.io/v1beta1":         {"localqueues": "LocalQueue", "clusterqueues": "ClusterQueue", "workloadpriorityclasses": "WorkloadPriorityClass", "workloads": "Workload", "resourceflavors": "ResourceFlavor", "topologies": "Topology", "cohorts": "Cohort"},
+	"v1":                      {"pods": "Pod", "events": "Event", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace"},
+	"scheduling.k8s.io/v1":    {"priorityclasses": "PriorityClass"},
+	"storage.k8s.io/v1":       {"storageclasses": "StorageClass"},
+	"authorization.k8s.io/v1": {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
+	"kueue.x-k8s.io/v1beta1": {"localqueues": "LocalQueue", "clusterqueues": "ClusterQueue", "workloadpriorityclasses": "WorkloadPriorityClass", "workloads": "Workload", "resourceflavors": "ResourceFlavor", "topologies": "Topology", "cohorts": "Cohort",
+		"admissionchecks": "AdmissionCheck", "multikueueconfigs": "MultiKueueConfig", "multikueueclusters": "MultiKueueCluster"},
 	"workload.codeflare.dev/v1beta2": {"appwrappers": "AppWrapper"},
 	"kubeflow.org/v1":                {"pytorchjobs": "PyTorchJob"},
 	"batch.tensorstack.dev/v1beta1":  {"pytorchtrainingjobs": "PyTorchTrainingJob", "deepspeedjobs": "DeepSpeedJob"},
