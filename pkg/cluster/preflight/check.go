@@ -42,7 +42,15 @@ var (
 // chart saw. The findings are at settings keys, for settings.Input.Locate to
 // place: errors, warnings, and what could not be checked (diag.Unchecked).
 // The error is cluster.Unreachable when the cluster does not answer at all.
+// On a MultiKueue manager, it checks the worker clusters too (workers), and
+// looks for what only the pods need on them alone.
 func Check(ctx context.Context, c *cluster.Client, job *cluster.Job, values map[string]any) (diag.List, error) {
+	return checkOn(ctx, c, job, values, false)
+}
+
+// checkOn checks the job on one cluster: a MultiKueue worker, where the job
+// is made by MultiKueue, not by the user, or another.
+func checkOn(ctx context.Context, c *cluster.Client, job *cluster.Job, values map[string]any, onWorker bool) (diag.List, error) {
 	k := &checker{client: c, job: job, values: values, namespace: job.Object.GetNamespace(), cache: map[string]*fetched{}}
 	// One question first, alone: when the cluster does not answer, it is the
 	// only thing to say.
@@ -57,13 +65,18 @@ func Check(ctx context.Context, c *cluster.Client, job *cluster.Job, values map[
 			fix: "or choose another with namespace: or -n", closestOnly: true})
 		return k.findings, nil
 	}
+	var mk *multiKueue
+	if !onWorker {
+		mk = k.dispatch(ctx)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if !served {
+		switch {
+		case !served:
 			k.notServed(job.Object, "wrapper")
-			return
+		case !onWorker:
+			k.create(ctx, top)
 		}
-		k.create(ctx, top)
 	})
 	if job.Inner != job.Object {
 		wg.Go(func() {
@@ -73,8 +86,13 @@ func Check(ctx context.Context, c *cluster.Client, job *cluster.Job, values map[
 		})
 	}
 	wg.Go(func() { k.queue(ctx) })
+	if mk != nil {
+		wg.Go(func() { k.workers(ctx, mk) })
+	}
 	for _, r := range k.references(ctx) {
-		wg.Go(func() { k.exists(ctx, r) })
+		if mk == nil || !podsOnly[r.gvr] {
+			wg.Go(func() { k.exists(ctx, r) })
+		}
 	}
 	wg.Wait()
 	if k.refusal != nil && !k.explains(k.refusal) {

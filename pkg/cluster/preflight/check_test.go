@@ -38,13 +38,19 @@ func check(t *testing.T, f clustertest.Fake, yaml string) []string {
 
 func checkErr(t *testing.T, f clustertest.Fake, yaml string) ([]string, error) {
 	t.Helper()
+	return checkWith(t, fake(t, f), yaml)
+}
+
+// checkWith checks the job of the settings against the cluster of the
+// client.
+func checkWith(t *testing.T, client *cluster.Client, yaml string) ([]string, error) {
+	t.Helper()
 	t.Chdir(t.TempDir())
 	require.NoError(t, os.WriteFile("settings.yaml", []byte(yaml), 0o600))
 	in, err := settings.Load(settings.Options{Files: []string{"settings.yaml"}})
 	require.NoError(t, err)
 	result, err := render.Render(in)
 	require.NoError(t, err)
-	client := fake(t, f)
 	job, err := cluster.NewJob(result.Manifest, client.Namespace)
 	require.NoError(t, err)
 	found, err := Check(context.Background(), client, job, result.Values)
