@@ -104,10 +104,19 @@ func (f *Flags) Connect(userAgent string, warnings io.Writer) (*Client, error) {
 			return nil, BadFlag{Err: fmt.Errorf("--kubeconfig %s: %w", path, errors.Unwrap(err))}
 		}
 	}
-	if name := f.overrides.CurrentContext; name != "" {
+	if f.overrides.CurrentContext != "" || len(f.workers) > 0 {
 		raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.rules, &f.overrides).RawConfig()
-		if _, ok := raw.Contexts[name]; err == nil && !ok {
+		missing := func(context string) bool {
+			_, ok := raw.Contexts[context]
+			return err == nil && !ok
+		}
+		if name := f.overrides.CurrentContext; name != "" && missing(name) {
 			return nil, BadFlag{Err: fmt.Errorf("--context %s: the kubeconfig has no such context; it has: %s", name, contextNames(raw))}
+		}
+		for worker, context := range f.workers {
+			if missing(context) {
+				return nil, BadFlag{Err: fmt.Errorf("--worker %s=%s: the kubeconfig has no context %s; it has: %s", worker, context, context, contextNames(raw))}
+			}
 		}
 	}
 	client, err := f.client(&f.overrides, userAgent, warnings)
