@@ -65,10 +65,14 @@ e2e-cluster: sim-deps
 
 ## sim-cluster: the simulated cluster of make e2e-cluster, by hand, with the
 ## same controllers, queues and nodes: prints the admin's kubeconfig file as
-## its first line, keeps the cluster until Ctrl-C, then stops it (needs root)
+## its first line, keeps the cluster until Ctrl-C, then stops it (needs root);
+## with MULTIKUEUE=1, a MultiKueue manager too, whose worker it is: then the
+## manager's kubeconfig first, the worker's second, and third one of both
+## (contexts manager and worker1)
+MULTIKUEUE ?=
 sim-cluster: sim-deps
 	@cd $(HARNESS) && $(GO) build -o $(CURDIR)/bin/sim-cluster ./cmd/sim-cluster
-	@bin/sim-cluster -repo $(CURDIR)
+	@bin/sim-cluster -repo $(CURDIR) $(if $(MULTIKUEUE),-multikueue)
 
 ## sim-deps: what the process nodes run, from Debian's packages when missing:
 ## python3-torch and bind9-dnsutils (needs root to install them)

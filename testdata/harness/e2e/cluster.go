@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -88,9 +89,11 @@ type user struct {
 	name, token, groups string
 }
 
-// admin is in group system:masters and may do anything; the controllers of
-// the simulated cluster run as admin.
-var admin = user{"admin", "e2e-admin-token", "system:masters"}
+// Admin is the user of Kubeconfig, in group system:masters: it may do
+// anything, and the controllers of the simulated cluster run as it.
+const Admin = "admin"
+
+var admin = user{Admin, "e2e-admin-token", "system:masters"}
 
 // users are the users in the API server's token file.
 var users = []user{admin, {Researcher, "e2e-researcher-token", ""}}
@@ -178,27 +181,45 @@ func (c *Cluster) KubeconfigFor(name, namespace string) (string, error) {
 // writeKubeconfig writes a kubeconfig file for the user u, with the namespace
 // in its context unless empty.
 func (c *Cluster) writeKubeconfig(path string, u user, namespace string) error {
-	context := fmt.Sprintf("{cluster: e2e, user: %s}", u.name)
-	if namespace != "" {
-		context = fmt.Sprintf("{cluster: e2e, user: %s, namespace: %s}", u.name, namespace)
+	return os.WriteFile(path, kubeconfig(kubeContext{name: "e2e", server: c.server, ca: c.caFile(), user: u, userName: u.name, namespace: namespace}), 0o600)
+}
+
+// caFile is the file of the API server's certificate, which its clients
+// trust.
+func (c *Cluster) caFile() string { return filepath.Join(c.dir, "certs", "apiserver.crt") }
+
+// kubeContext is a context of a kubeconfig file: a cluster, named as the
+// context, by its server and the certificate it trusts (a file, ca, or the
+// certificate itself, caData), and a user, named userName in the file, with
+// its token; and a namespace unless empty.
+type kubeContext struct {
+	name, server string
+	ca           string
+	caData       []byte
+	user         user
+	userName     string
+	namespace    string
+}
+
+// kubeconfig is the text of a kubeconfig file with the contexts given, the
+// first the current one.
+func kubeconfig(contexts ...kubeContext) []byte {
+	var clusters, users, named strings.Builder
+	for _, k := range contexts {
+		ca := "certificate-authority: " + k.ca
+		if k.caData != nil {
+			ca = "certificate-authority-data: " + base64.StdEncoding.EncodeToString(k.caData)
+		}
+		fmt.Fprintf(&clusters, "- name: %s\n  cluster:\n    server: %s\n    %s\n", k.name, k.server, ca)
+		fmt.Fprintf(&users, "- name: %s\n  user:\n    token: %s\n", k.userName, k.user.token)
+		context := fmt.Sprintf("{cluster: %s, user: %s}", k.name, k.userName)
+		if k.namespace != "" {
+			context = fmt.Sprintf("{cluster: %s, user: %s, namespace: %s}", k.name, k.userName, k.namespace)
+		}
+		fmt.Fprintf(&named, "- name: %s\n  context: %s\n", k.name, context)
 	}
-	kubeconfig := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: e2e
-  cluster:
-    server: %s
-    certificate-authority: %s
-users:
-- name: %s
-  user:
-    token: %s
-contexts:
-- name: e2e
-  context: %s
-current-context: e2e
-`, c.server, filepath.Join(c.dir, "certs", "apiserver.crt"), u.name, u.token, context)
-	return os.WriteFile(path, []byte(kubeconfig), 0o600)
+	return []byte(fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n%susers:\n%scontexts:\n%scurrent-context: %s\n",
+		clusters.String(), users.String(), named.String(), contexts[0].name))
 }
 
 // start starts a program in its own process group, with env added to the

@@ -36,6 +36,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -177,43 +178,20 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 	if err != nil {
 		return err
 	}
-	schedPort, kcmPort, kwokPort, kueueHealth, kueueMetrics, kueueWebhook, awHealth, toHealth, toMetrics, toWebhook :=
-		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6], ports[7], ports[8], ports[9]
-	jobSetHealth, jobSetWebhook, trainerHealth, trainerWebhook, visibility := ports[10], ports[11], ports[12], ports[13], ports[14]
-	kueueURL := fmt.Sprintf("https://127.0.0.1:%d", kueueWebhook)
+	schedPort, kcmPort, kwokPort, awHealth, toHealth, toMetrics, toWebhook :=
+		ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], ports[6]
+	jobSetHealth, jobSetWebhook, trainerHealth, trainerWebhook := ports[7], ports[8], ports[9], ports[10]
+	kueue := kueuePorts{health: ports[11], metrics: ports[12], webhook: ports[13], visibility: ports[14]}
 
 	ca, key, err := writeServingCert(dir)
 	if err != nil {
 		return err
 	}
-	// Kueue's CRDs, with the conversion webhooks its kustomization turns on
-	// pointed at Kueue on loopback; JobSet's and Trainer's.
-	converted, err := conversions(filepath.Join(b.KueueModule, "config", "components", "crd"), kueueURL, ca)
+	shared, err := kueueCRDs(b, kueue, ca)
 	if err != nil {
 		return err
 	}
-	for _, pattern := range []string{
-		filepath.Join(b.KueueModule, "config", "components", "crd", "bases", "*.yaml"),
-		filepath.Join(b.JobSetModule, "config", "components", "crd", "bases", "*.yaml"),
-		filepath.Join(b.TrainerModule, "manifests", "base", "crds", "trainer.kubeflow.org_*.yaml"),
-	} {
-		files, err := filepath.Glob(pattern)
-		if err != nil {
-			return err
-		}
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				return err
-			}
-			if data, err = withConversion(data, converted); err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
-			crds = append(crds, data)
-		}
-	}
-	crds = append(crds, []byte(nadCRD))
-	if err := c.CreateAll(crds); err != nil {
+	if err := c.CreateAll(slices.Concat(crds, shared, [][]byte{[]byte(nadCRD)})); err != nil {
 		return err
 	}
 	if err := c.CreateAll([][]byte{[]byte(simObjects())}); err != nil {
@@ -224,7 +202,6 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 	files := map[string]string{
 		"scheduler.yaml":   fmt.Sprintf(schedulerConfig, kc),
 		"kwok-stages.yaml": kwokStages,
-		"kueue.yaml":       fmt.Sprintf(kueueConfig, kueueHealth, kueueMetrics, kueueWebhook, filepath.Join(dir, "certs"), visibility),
 		"jobset.yaml":      fmt.Sprintf(jobSetConfig, jobSetHealth, jobSetWebhook, filepath.Join(dir, "certs")),
 		"trainer.yaml":     fmt.Sprintf(trainerConfig, trainerHealth, trainerWebhook),
 	}
@@ -233,20 +210,12 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 			return err
 		}
 	}
-	// Kueue reads its metrics certificate from a fixed path under /etc, and
-	// the AppWrapper controller, the training operator and the Trainer
-	// controller their webhook server's from one under /tmp: each runs in a
-	// mount namespace of its own, where a folder of ours takes that path's
-	// place (a copy of /etc; an empty /tmp/k8s-webhook-server is the mount
-	// point of the other three). The JobSet controller reads its certificate
-	// from the folder its configuration names.
-	etc := filepath.Join(dir, "etc")
-	if out, err := exec.Command("cp", "-a", "/etc", etc).CombinedOutput(); err != nil {
-		return fmt.Errorf("copying /etc for Kueue: %v: %s", err, out)
-	}
-	if err := copyCert(dir, filepath.Join(etc, "kueue", "metrics", "certs")); err != nil {
-		return err
-	}
+	// The AppWrapper controller, the training operator and the Trainer
+	// controller read their webhook server's certificate from a fixed path
+	// under /tmp: each runs in a mount namespace of its own, where a folder
+	// of ours takes that path's place (an empty /tmp/k8s-webhook-server is
+	// the mount point). The JobSet controller reads its certificate from the
+	// folder its configuration names; Kueue, see startKueue.
 	webhookCerts := map[string]string{}
 	for _, name := range []string{"appwrapper", "training-operator", "trainer"} {
 		webhookCerts[name] = filepath.Join(dir, name+"-webhook")
@@ -292,11 +261,11 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 		return err
 	}
 
-	// How the two Kubernetes programs check their callers, and where they
-	// listen; the scheduler reads its own kubeconfig from its configuration.
-	serving := func(port int) []string {
-		return []string{"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
-			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port)}
+	if err := c.startControllerManager(b, kcmPort); err != nil {
+		return err
+	}
+	if err := c.startKueue(b, dir, kueue, ""); err != nil {
+		return err
 	}
 	env := []string{"KUBECONFIG=" + kc}
 	starts := []struct {
@@ -305,17 +274,12 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 		path string
 		args []string
 	}{
-		{"kube-controller-manager", nil, b.ControllerManager, append(serving(kcmPort), "--kubeconfig="+kc,
-			"--leader-elect=false", "--use-service-account-credentials=false",
-			"--service-account-private-key-file="+filepath.Join(c.dir, "sa.key"),
-			"--root-ca-file="+filepath.Join(c.dir, "certs", "apiserver.crt"))},
-		{"kube-scheduler", nil, b.Scheduler, append(serving(schedPort), "--config="+filepath.Join(dir, "scheduler.yaml"))},
+		// The scheduler reads its own kubeconfig from its configuration.
+		{"kube-scheduler", nil, b.Scheduler, append(c.serving(schedPort), "--config="+filepath.Join(dir, "scheduler.yaml"))},
 		{"kwok", nil, b.Kwok, []string{"--kubeconfig=" + kc,
 			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 			"--config=" + filepath.Join(dir, "kwok-stages.yaml"),
 			fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort), "--node-ip=10.200.0.1", "--cidr=10.244.0.1/16"}},
-		{"kueue", env, "unshare", privateMount([]bind{{etc, "/etc"}, {filepath.Join(dir, "certs"), "/visibility"}}, b.Kueue,
-			"--config="+filepath.Join(dir, "kueue.yaml"), "--kubeconfig="+kc)},
 		{"appwrapper", append(env, "NAMESPACE=appwrapper-system"), "unshare", privateMount([]bind{{webhookCerts["appwrapper"], "/tmp/k8s-webhook-server"}}, b.AppWrapper,
 			"--config=appwrapper-operator-config")},
 		{"training-operator", append(env, "MY_POD_NAMESPACE=kubeflow"), "unshare", privateMount([]bind{{webhookCerts["training-operator"], "/tmp/k8s-webhook-server"}}, b.TrainingOperator,
@@ -335,7 +299,6 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 	for what, url := range map[string]string{
 		"kube-scheduler":            fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort),
 		"kube-controller-manager":   fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort),
-		"Kueue":                     fmt.Sprintf("http://127.0.0.1:%d/readyz", kueueHealth),
 		"the AppWrapper controller": fmt.Sprintf("http://127.0.0.1:%d/readyz", awHealth),
 		"the training operator":     fmt.Sprintf("http://127.0.0.1:%d/readyz", toHealth),
 		"the JobSet controller":     fmt.Sprintf("http://127.0.0.1:%d/readyz", jobSetHealth),
@@ -346,23 +309,10 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 		}
 	}
 
-	// Kueue's webhooks, now that it serves them; then the queues, which its
-	// validating webhook admits, the users' objects, and the training
-	// runtime, which the Trainer controller's webhook admits.
-	kueueHooks, err := webhooks(filepath.Join(b.KueueModule, "config", "components", "webhook", "manifests.yaml"),
-		func(name string) string { return "kueue-" + name }, kueueURL, ca)
-	if err != nil {
-		return err
-	}
-	if err := c.CreateAll(append(kueueHooks, []byte(queues()), []byte(userObjects()), []byte(torchDistributed),
-		[]byte(fmt.Sprintf(visibilityAPI, visibility)))); err != nil {
-		return err
-	}
-	if err := c.waitFor("Kueue's visibility API Available", time.Minute, func() bool {
-		out, err := c.Kubectl(nil, "get", "apiservices", "v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io",
-			"-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Available")].status},{end}`)
-		return err == nil && out == "True,True,"
-	}); err != nil {
+	// The queues, which Kueue's validating webhook admits, the users'
+	// objects, and the training runtime, which the Trainer controller's
+	// webhook admits.
+	if err := c.serveKueue(b, kueue, ca, []byte(queues()), []byte(userObjects()), []byte(torchDistributed)); err != nil {
 		return err
 	}
 	c.programs = programs
@@ -392,6 +342,116 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 func (c *Cluster) ProgramsClaim(namespace string) error {
 	_, err := c.Kubectl([]byte(programsClaim(namespace, c.programs)), "create", "-f", "-")
 	return err
+}
+
+// kueuePorts are where a Kueue listens on loopback: its health probes, its
+// metrics, its webhooks and its visibility API.
+type kueuePorts struct{ health, metrics, webhook, visibility int }
+
+// url is the address of Kueue's webhooks.
+func (p kueuePorts) url() string { return fmt.Sprintf("https://127.0.0.1:%d", p.webhook) }
+
+// readyz is the address of Kueue's readiness probe.
+func (p kueuePorts) readyz() string { return fmt.Sprintf("http://127.0.0.1:%d/readyz", p.health) }
+
+// kueueCRDs are the CRDs that a cluster with the Kueue of ports installs from
+// the modules: Kueue's, with the conversion webhooks its kustomization turns
+// on pointed at that Kueue with the certificate ca, JobSet's and Trainer's.
+func kueueCRDs(b SimBinaries, p kueuePorts, ca []byte) ([][]byte, error) {
+	converted, err := conversions(filepath.Join(b.KueueModule, "config", "components", "crd"), p.url(), ca)
+	if err != nil {
+		return nil, err
+	}
+	var crds [][]byte
+	for _, pattern := range []string{
+		filepath.Join(b.KueueModule, "config", "components", "crd", "bases", "*.yaml"),
+		filepath.Join(b.JobSetModule, "config", "components", "crd", "bases", "*.yaml"),
+		filepath.Join(b.TrainerModule, "manifests", "base", "crds", "trainer.kubeflow.org_*.yaml"),
+	} {
+		files, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, err
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return nil, err
+			}
+			if data, err = withConversion(data, converted); err != nil {
+				return nil, fmt.Errorf("%s: %w", file, err)
+			}
+			crds = append(crds, data)
+		}
+	}
+	return crds, nil
+}
+
+// serving are the arguments that say how kube-controller-manager and
+// kube-scheduler check their callers (through c's API server, as the admin),
+// and where they listen.
+func (c *Cluster) serving(port int) []string {
+	return []string{"--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port)}
+}
+
+// startControllerManager starts kube-controller-manager against c, serving
+// its health on port, with more arguments (--controllers, to run fewer than
+// all). It does not wait until it is ready.
+func (c *Cluster) startControllerManager(b SimBinaries, port int, more ...string) error {
+	args := append(c.serving(port), "--kubeconfig="+c.Kubeconfig,
+		"--leader-elect=false", "--use-service-account-credentials=false",
+		"--service-account-private-key-file="+filepath.Join(c.dir, "sa.key"),
+		"--root-ca-file="+c.caFile())
+	return c.start("kube-controller-manager", nil, b.ControllerManager, append(args, more...)...)
+}
+
+// startKueue starts Kueue against c, listening on ports, with its
+// configuration (kueueConfig, and more after it) in dir, whose certs folder
+// holds the serving certificate (writeServingCert's). It does not wait until
+// Kueue is ready.
+//
+// Kueue reads its metrics certificate from a fixed path under /etc: it runs
+// in a mount namespace of its own, where a copy of /etc in dir, with that
+// certificate in it, takes the place of /etc; its visibility API's
+// certificate, from /visibility, is the serving certificate too.
+func (c *Cluster) startKueue(b SimBinaries, dir string, p kueuePorts, more string) error {
+	config := fmt.Sprintf(kueueConfig, p.health, p.metrics, p.webhook, filepath.Join(dir, "certs"), p.visibility) + more
+	if err := os.WriteFile(filepath.Join(dir, "kueue.yaml"), []byte(config), 0o644); err != nil {
+		return err
+	}
+	etc := filepath.Join(dir, "etc")
+	if out, err := exec.Command("cp", "-a", "/etc", etc).CombinedOutput(); err != nil {
+		return fmt.Errorf("copying /etc for Kueue: %v: %s", err, out)
+	}
+	if err := copyCert(dir, filepath.Join(etc, "kueue", "metrics", "certs")); err != nil {
+		return err
+	}
+	return c.start("kueue", []string{"KUBECONFIG=" + c.Kubeconfig}, "unshare",
+		privateMount([]bind{{etc, "/etc"}, {filepath.Join(dir, "certs"), "/visibility"}}, b.Kueue,
+			"--config="+filepath.Join(dir, "kueue.yaml"), "--kubeconfig="+c.Kubeconfig)...)
+}
+
+// serveKueue creates, once the Kueue of ports is ready, its webhook
+// configurations (with the certificate ca), then the objects of the YAML
+// streams given (which its webhooks admit: queues, say), and registers its
+// visibility API with the API server, waiting until it is available.
+func (c *Cluster) serveKueue(b SimBinaries, p kueuePorts, ca []byte, objects ...[]byte) error {
+	if err := c.waitURL("Kueue", p.readyz(), 2*time.Minute); err != nil {
+		return err
+	}
+	hooks, err := webhooks(filepath.Join(b.KueueModule, "config", "components", "webhook", "manifests.yaml"),
+		func(name string) string { return "kueue-" + name }, p.url(), ca)
+	if err != nil {
+		return err
+	}
+	if err := c.CreateAll(append(append(hooks, objects...), []byte(fmt.Sprintf(visibilityAPI, p.visibility)))); err != nil {
+		return err
+	}
+	return c.waitFor("Kueue's visibility API Available", time.Minute, func() bool {
+		out, err := c.Kubectl(nil, "get", "apiservices", "v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io",
+			"-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Available")].status},{end}`)
+		return err == nil && out == "True,True,"
+	})
 }
 
 // bind is a folder of the test (from) put in place of a folder (at) of a

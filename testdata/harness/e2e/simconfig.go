@@ -342,9 +342,8 @@ const (
 )
 
 // simObjects are the cluster's fixed objects before the controllers start:
-// their namespaces; MLBatch's PriorityClasses and Kueue
-// WorkloadPriorityClasses of the same names; and the fake GPU nodes, in
-// blocks and racks.
+// their namespaces; the priorityClasses; and the fake GPU nodes, in blocks
+// and racks.
 func simObjects() string {
 	var b strings.Builder
 	b.WriteString(`apiVersion: v1
@@ -362,24 +361,7 @@ kind: Namespace
 metadata:
   name: kubeflow
 `)
-	for _, p := range []struct {
-		name  string
-		value int
-	}{{"low-priority", 10}, {"default-priority", 50}, {"high-priority", 100}} {
-		fmt.Fprintf(&b, `---
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata:
-  name: %[1]s
-value: %[2]d
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: WorkloadPriorityClass
-metadata:
-  name: %[1]s
-value: %[2]d
-`, p.name, p.value)
-	}
+	b.WriteString(priorityClasses())
 	for i := range SimNodes {
 		fmt.Fprintf(&b, `---
 apiVersion: v1
@@ -426,6 +408,33 @@ status:
     nvidia.com/gpu: "%[3]d"
   capacity: *resources
 `, processNodeName(i), processTaint, SimNodeGPUs)
+	}
+	return b.String()
+}
+
+// priorityClasses are MLBatch's PriorityClasses and Kueue
+// WorkloadPriorityClasses of the same names, each after "---", which a
+// cluster where the jobs go needs: Kueue makes no Workload for a job whose
+// PriorityClass does not exist.
+func priorityClasses() string {
+	var b strings.Builder
+	for _, p := range []struct {
+		name  string
+		value int
+	}{{"low-priority", 10}, {"default-priority", 50}, {"high-priority", 100}} {
+		fmt.Fprintf(&b, `---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: %[1]s
+value: %[2]d
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: WorkloadPriorityClass
+metadata:
+  name: %[1]s
+value: %[2]d
+`, p.name, p.value)
 	}
 	return b.String()
 }
@@ -809,4 +818,117 @@ metadata: {name: %s, namespace: %s}
 `, o.kind, o.name, o.namespace, data, o.key)
 	}
 	return b.String()
+}
+
+// multiKueueConfig is what the MultiKueue manager's Kueue has in its
+// configuration after kueueConfig (the same integrations as the simulated
+// cluster's, for which MultiKueue has adapters): garbage collection of the
+// objects on the workers whose Workload on the manager is gone every 5 s (1
+// min by default), and a Workload admitted on a worker that the manager
+// cannot reach kept admitted for 1 min (15 by default) before it is
+// dispatched again.
+const multiKueueConfig = `multiKueue:
+  gcInterval: 5s
+  workerLostTimeout: 1m
+`
+
+// kubeconfigSecret is a Secret in kueue-system with a kubeconfig under the
+// key MultiKueue reads, kubeconfig. %s %s: its name and the kubeconfig, in
+// base64.
+const kubeconfigSecret = `apiVersion: v1
+kind: Secret
+metadata: {name: %s, namespace: kueue-system}
+data:
+  kubeconfig: %s
+`
+
+// managerQueues are the MultiKueue objects of the manager, made once its
+// Kueue serves its webhooks: a MultiKueueCluster for each of
+// MultiKueueWorker and MultiKueueDeadWorker, whose kubeconfigs the Secrets
+// <name>-kubeconfig hold, MultiKueueConfig and AdmissionCheck
+// MultiKueueCheck over both, and ClusterQueue MultiKueueClusterQueue, with
+// that check and quota for cpu, memory, pods and all the worker's GPUs, over
+// ResourceFlavor multikueue-flavor, which has no node labels or
+// tolerations: the manager's Kueue puts its flavor's into its own copy of a
+// job when it admits it (no pod runs from that copy), and those of the
+// worker's flavors (process-flavor's node label and toleration of the
+// process nodes' taint) are the worker's Kueue's to put in the copy that it
+// admits there. LocalQueue MultiKueueQueue in namespaces default and
+// MultiKueueNamespace.
+func managerQueues() string {
+	var b strings.Builder
+	for _, worker := range []string{MultiKueueWorker, MultiKueueDeadWorker} {
+		fmt.Fprintf(&b, `apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueCluster
+metadata: {name: %[1]s}
+spec:
+  clusterSource:
+    kubeConfig: {locationType: Secret, location: %[1]s-kubeconfig}
+---
+`, worker)
+	}
+	fmt.Fprintf(&b, `apiVersion: kueue.x-k8s.io/v1beta2
+kind: MultiKueueConfig
+metadata: {name: %[1]s}
+spec:
+  clusters: [%[2]s, %[3]s]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: AdmissionCheck
+metadata: {name: %[1]s}
+spec:
+  controllerName: kueue.x-k8s.io/multikueue
+  parameters: {apiGroup: kueue.x-k8s.io, kind: MultiKueueConfig, name: %[1]s}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: multikueue-flavor}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: %[4]s}
+spec:
+  namespaceSelector: {}
+  admissionChecksStrategy:
+    admissionChecks:
+    - name: %[1]s
+  resourceGroups:
+  - coveredResources: [cpu, memory, pods, nvidia.com/gpu]
+    flavors:
+    - name: multikueue-flavor
+      resources:
+      - {name: cpu, nominalQuota: 2048}
+      - {name: memory, nominalQuota: 32Ti}
+      - {name: pods, nominalQuota: 1000}
+      - {name: nvidia.com/gpu, nominalQuota: %[5]d}
+`, MultiKueueCheck, MultiKueueWorker, MultiKueueDeadWorker, MultiKueueClusterQueue, (SimNodes+ProcessNodes)*SimNodeGPUs)
+	for _, namespace := range []string{"default", MultiKueueNamespace} {
+		fmt.Fprintf(&b, `---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: %s, namespace: %s}
+spec: {clusterQueue: %s}
+`, MultiKueueQueue, namespace, MultiKueueClusterQueue)
+	}
+	return b.String()
+}
+
+// workerQueues are what the worker has for the MultiKueue manager's jobs:
+// LocalQueue MultiKueueQueue in namespace default, of ProcessClusterQueue,
+// where the copies of the manager's jobs go (a copy's Workload names the
+// LocalQueue of its job on the manager), so that their pods run on the
+// process nodes; and namespace MultiKueueNamespace without it: a job
+// queued there on the manager stays pending (its Workload's MultiKueue
+// check Pending), since the copy of its Workload on the worker is
+// inadmissible ("LocalQueue multikueue-queue doesn't exist").
+func workerQueues() string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: %s}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: %s, namespace: default}
+spec: {clusterQueue: %s}
+`, MultiKueueNamespace, MultiKueueQueue, ProcessClusterQueue)
 }

@@ -9,7 +9,14 @@
 // Ctrl-C (or SIGTERM), then stops everything it started and removes its
 // folder. make sim-cluster runs it; it needs root, for the process nodes.
 //
-//	sim-cluster -repo PATH
+// With -multikueue it also starts a MultiKueue manager (e2e.StartManager),
+// whose Kueue dispatches the jobs of LocalQueue multikueue-queue (namespaces
+// default and mk-team) to the simulated cluster, its worker worker1, where
+// they run on the process nodes; standard output has then three lines: the
+// manager's kubeconfig file, the worker's, and a kubeconfig file with both,
+// as contexts manager (the current one) and worker1.
+//
+//	sim-cluster -repo PATH [-multikueue]
 package main
 
 import (
@@ -18,6 +25,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/torchwrap/generator/testdata/harness/e2e"
@@ -26,19 +34,20 @@ import (
 
 func main() {
 	repo := flag.String("repo", "", "the generator's repository, whose testdata holds the pinned programs and the process nodes' programs")
+	multiKueue := flag.Bool("multikueue", false, "also start a MultiKueue manager whose worker is the simulated cluster")
 	flag.Parse()
 	if *repo == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: sim-cluster -repo PATH (make sim-cluster passes it)")
+		fmt.Fprintln(os.Stderr, "usage: sim-cluster -repo PATH [-multikueue] (make sim-cluster passes -repo)")
 		os.Exit(2)
 	}
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("sim-cluster: ")
-	if err := run(*repo); err != nil {
+	if err := run(*repo, *multiKueue); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(repo string) error {
+func run(repo string, multiKueue bool) error {
 	crds, err := fidelity.T9kCRDs()
 	if err != nil {
 		return err
@@ -59,32 +68,59 @@ func run(repo string) error {
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
 	log.Printf("building what it runs (the first build takes about half an hour on two cores) and starting it in %s", dir)
 	type started struct {
-		cluster *e2e.Cluster
-		err     error
+		cluster, manager *e2e.Cluster
+		err              error
 	}
 	start := make(chan started, 1)
 	go func() {
-		cluster, err := e2e.StartSimulated(repo, dir, crds, log.Printf)
-		start <- started{cluster, err}
+		var s started
+		s.cluster, s.err = e2e.StartSimulated(repo, dir, crds, log.Printf)
+		if s.err == nil && multiKueue {
+			managerDir := filepath.Join(dir, "manager")
+			if s.err = os.Mkdir(managerDir, 0o700); s.err == nil {
+				s.manager, s.err = e2e.StartManager(repo, managerDir, s.cluster, crds, log.Printf)
+			}
+			if s.err != nil {
+				s.cluster.Stop()
+			}
+		}
+		start <- s
 	}()
-	var cluster *e2e.Cluster
+	var cluster, manager *e2e.Cluster
 	select {
 	case s := <-start:
 		if s.err != nil {
 			return s.err
 		}
-		cluster = s.cluster
+		cluster, manager = s.cluster, s.manager
 	case <-stop:
 		// What it started dies with it (Pdeathsig), the builds with the
 		// terminal's signal.
 		os.RemoveAll(dir)
 		log.Fatal("stopped while starting")
 	}
-	fmt.Println(cluster.Kubeconfig)
-	log.Printf("ready. In another terminal:\n\n  export KUBECONFIG=%s\n  generator submit --wait -f testdata/sim/allreduce.settings.yaml\n  generator status allreduce\n\nCtrl-C stops the cluster.", cluster.Kubeconfig)
+	if manager == nil {
+		fmt.Println(cluster.Kubeconfig)
+		log.Printf("ready. In another terminal:\n\n  export KUBECONFIG=%s\n  generator submit --wait -f testdata/sim/allreduce.settings.yaml\n  generator status allreduce\n\nCtrl-C stops the cluster.", cluster.Kubeconfig)
+	} else {
+		both := filepath.Join(dir, "kubeconfig-multikueue")
+		if err := e2e.WriteMultiKubeconfig(both, manager, cluster, e2e.Admin); err != nil {
+			manager.Stop()
+			cluster.Stop()
+			return err
+		}
+		fmt.Println(manager.Kubeconfig)
+		fmt.Println(cluster.Kubeconfig)
+		fmt.Println(both)
+		log.Printf("ready. In another terminal, a job queued on the manager that runs on the worker:\n\n  export KUBECONFIG=%s\n  generator submit --wait -f testdata/sim/allreduce.settings.yaml --set queueName=%s\n  generator status allreduce\n  kubectl --context %s get pods\n\nCtrl-C stops both clusters.", both, e2e.MultiKueueQueue, e2e.MultiKueueWorker)
+	}
 	<-stop
 	log.Printf("stopping")
-	pids := cluster.Stop()
+	var pids []int
+	if manager != nil {
+		pids = manager.Stop()
+	}
+	pids = append(pids, cluster.Stop()...)
 	log.Printf("stopped %d processes; removing %s", len(pids), dir)
 	return nil
 }
