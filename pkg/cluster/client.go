@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,8 +115,8 @@ func (f *Flags) Connect(userAgent string, warnings io.Writer) (*Client, error) {
 		if name := f.overrides.CurrentContext; name != "" && missing(name) {
 			return nil, BadFlag{Err: fmt.Errorf("--context %s: the kubeconfig has no such context; it has: %s", name, contextNames(raw))}
 		}
-		for worker, context := range f.workers {
-			if missing(context) {
+		for _, worker := range slices.Sorted(maps.Keys(f.workers)) {
+			if context := f.workers[worker]; missing(context) {
 				return nil, BadFlag{Err: fmt.Errorf("--worker %s=%s: the kubeconfig has no context %s; it has: %s", worker, context, context, contextNames(raw))}
 			}
 		}
