@@ -52,26 +52,9 @@ const (
 // The manager's Cluster is as the simulated cluster's: Kubeconfig is the
 // admin's kubeconfig file, Kubectl runs kubectl against it, Stop stops it.
 func StartManager(root, dir string, worker *Cluster, crds [][]byte, logf func(string, ...any)) (*Cluster, error) {
-	testdata := filepath.Join(root, "testdata")
-	bins, err := Build(testdata, logf)
-	if err != nil {
-		return nil, err
-	}
-	sim, err := BuildSim(testdata, logf)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	c, err := Start(bins, dir)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.startManager(sim, worker, crds); err != nil {
-		c.Stop()
-		return nil, err
-	}
-	logf("MultiKueue manager ready in %s (with its API server)", time.Since(start).Round(time.Millisecond))
-	return c, nil
+	return startOn(root, dir, "MultiKueue manager", logf, func(c *Cluster, sim SimBinaries, _ string) error {
+		return c.startManager(sim, worker, crds)
+	})
 }
 
 // startManager starts, against c, kube-controller-manager with what a

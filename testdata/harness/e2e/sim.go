@@ -98,6 +98,15 @@ func BuildSim(testdata string, logf func(string, ...any)) (SimBinaries, error) {
 // and the programs of root's testdata/sim, and returns it running. On error,
 // what was started is stopped. logf reports progress.
 func StartSimulated(root, dir string, crds [][]byte, logf func(string, ...any)) (*Cluster, error) {
+	return startOn(root, dir, "simulated cluster", logf, func(c *Cluster, sim SimBinaries, testdata string) error {
+		return c.StartSim(sim, crds, filepath.Join(testdata, "sim"))
+	})
+}
+
+// startOn builds the programs of the repository at root (or reuses them),
+// starts an API server in dir, and then the rest of what (for the log) with
+// start; on error, what was started is stopped.
+func startOn(root, dir, what string, logf func(string, ...any), start func(c *Cluster, sim SimBinaries, testdata string) error) (*Cluster, error) {
 	testdata := filepath.Join(root, "testdata")
 	bins, err := Build(testdata, logf)
 	if err != nil {
@@ -111,12 +120,12 @@ func StartSimulated(root, dir string, crds [][]byte, logf func(string, ...any)) 
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	if err := c.StartSim(sim, crds, filepath.Join(testdata, "sim")); err != nil {
+	began := time.Now()
+	if err := start(c, sim, testdata); err != nil {
 		c.Stop()
 		return nil, err
 	}
-	logf("simulated cluster ready in %s (after the API server)", time.Since(start).Round(time.Millisecond))
+	logf("%s ready in %s (after the API server)", what, time.Since(began).Round(time.Millisecond))
 	return c, nil
 }
 
