@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -149,7 +149,7 @@ func (k *checker) workers(ctx context.Context, mk *multiKueue) {
 			able++
 		}
 	}
-	for _, name := range sortedKeys(found) {
+	for _, name := range slices.Sorted(maps.Keys(found)) {
 		for _, f := range found[name] {
 			switch {
 			case f.Severity == diag.Error && able > 0:
@@ -175,13 +175,4 @@ func notActive(mkc *unstructured.Unstructured) string {
 		return fmt.Sprintf("%v: %v", cond["reason"], cond["message"])
 	}
 	return "Kueue has not said it is Active yet"
-}
-
-func sortedKeys(m map[string]diag.List) []string {
-	keys := make([]string, 0, len(m))
-	for key := range m {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
-	return keys
 }
