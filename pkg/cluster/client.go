@@ -56,7 +56,9 @@ func (f *Flags) Register(flags *pflag.FlagSet) {
 	f.rules = clientcmd.NewDefaultClientConfigLoadingRules()
 	flags.StringVar(&f.rules.ExplicitPath, "kubeconfig", "", "the kubeconfig file to use (default: KUBECONFIG, else ~/.kube/config)")
 	clientcmd.BindOverrideFlags(&f.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
-	flags.StringToStringVar(&f.workers, "worker", nil, "the kubeconfig context of a MultiKueue worker cluster, as WORKER=CONTEXT (repeat it for more; without it: the config file's workers, else the context named as the worker, else the one of its server)")
+	flags.StringToStringVar(&f.workers, "worker", nil, "the kubeconfig context of a MultiKueue worker cluster, as `WORKER=CONTEXT` (repeat it for more; without it: the config file's workers, else the context named as the worker, else the one of its server)")
+	// No "(default [])" in the help: an empty map is no mapping, not a value.
+	flags.Lookup("worker").DefValue = ""
 	flags.BoolVarP(&f.verbose, "verbose", "v", false, "say which kubeconfig context reaches each MultiKueue worker cluster")
 }
 
