@@ -44,6 +44,11 @@ func (s Status) summary() string {
 	if why := s.why(); why != "" {
 		b.WriteString(": " + why)
 	}
+	for _, w := range s.Offered {
+		if w.Waiting != "" {
+			fmt.Fprintf(&b, "; on worker cluster %s: %s", w.Name, oneLine(w.Waiting))
+		}
+	}
 	if s.Failure != nil {
 		b.WriteString("; " + s.Failure.String())
 	}
@@ -112,6 +117,9 @@ func (s Status) Lines() string {
 	line("queue", strings.Join(queue, ", "))
 	line("workload", s.Workload)
 	line("worker", s.Worker.String())
+	for _, w := range s.Offered {
+		line("offered", w.String())
+	}
 	for _, e := range s.Warnings {
 		// Kueue's pending reason is an event of its Workload too: said once.
 		if e.Message != oneLine(s.Message) {
@@ -256,6 +264,9 @@ func (w *Worker) String() string {
 	text += string(w.State)
 	if w.Phase != "" {
 		text += " (" + w.Phase + ")"
+	}
+	if w.Waiting != "" {
+		text += ": " + oneLine(w.Waiting)
 	}
 	return text
 }

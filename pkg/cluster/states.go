@@ -305,6 +305,9 @@ type workload struct {
 		// ClusterName is the worker cluster a MultiKueue manager
 		// dispatched the Workload to.
 		ClusterName string `json:"clusterName"`
+		// NominatedClusterNames are the worker clusters it offered the
+		// Workload to, none of which has admitted it yet.
+		NominatedClusterNames []string `json:"nominatedClusterNames"`
 	} `json:"status"`
 }
 

@@ -141,6 +141,9 @@ type Status struct {
 	// Worker is the worker cluster that runs the job, for a job a
 	// MultiKueue manager dispatched.
 	Worker *Worker `json:"worker,omitempty"`
+	// Offered are the worker clusters a MultiKueue manager offered the job
+	// to while none has admitted it, each with why it waits there.
+	Offered []Worker `json:"offered,omitempty"`
 	// Notes say what could not be read.
 	Notes []string `json:"notes,omitempty"`
 
@@ -293,6 +296,9 @@ func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured) (Stat
 	}
 	if worker != nil && worker.Unread == "" {
 		copyOn(ctx, on, worker, obj, podList)
+	}
+	if s.State == Queued {
+		s.Offered = c.offered(ctx, wl)
 	}
 	c.place(ctx, &s)
 	c.namePreemptor(ctx, &s)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -43,6 +45,9 @@ type Worker struct {
 	// copy was not read (Unread says why) or is gone.
 	State State  `json:"state,omitempty"`
 	Phase string `json:"phase,omitempty"`
+	// Waiting says why the job's copy waits there, for a worker cluster
+	// the manager offered a job that no worker has admitted yet.
+	Waiting string `json:"waiting,omitempty"`
 	// Unread says why the worker could not be read.
 	Unread string `json:"unread,omitempty"`
 }
@@ -308,4 +313,49 @@ func copyOn(ctx context.Context, worker *Client, w *Worker, obj *unstructured.Un
 		return
 	}
 	w.State, w.Phase = s.State, s.Phase
+}
+
+// offered reads, for a queued job that a MultiKueue manager has offered to
+// worker clusters (status.nominatedClusterNames) none of which has admitted
+// it yet, why it waits on each: the worker's Kueue says it on the copy of
+// the Workload there (no LocalQueue of that name, no quota), and the
+// manager does not mirror it.
+func (c *Client) offered(ctx context.Context, wl *workload) []Worker {
+	if wl == nil || wl.Status.ClusterName != "" {
+		return nil
+	}
+	var workers []Worker
+	for _, name := range slices.Sorted(slices.Values(wl.Status.NominatedClusterNames)) {
+		on, w, err := c.ReachWorker(ctx, name)
+		if err == nil {
+			w.State = Queued
+			w.Waiting, err = on.copyWaits(ctx, wl)
+		}
+		if err != nil {
+			w.Unread = err.Error()
+		}
+		workers = append(workers, w)
+	}
+	return workers
+}
+
+// copyWaits says why the copy of a manager's Workload waits on this worker
+// cluster.
+func (c *Client) copyWaits(ctx context.Context, wl *workload) (string, error) {
+	obj, err := c.Dynamic.Resource(c.Kueue(ctx, "workloads")).Namespace(wl.Namespace).Get(ctx, wl.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "MultiKueue has not made its copy here yet", nil
+	case err != nil:
+		return "", fmt.Errorf("reading the copy of Workload %s: %w", wl.Name, err)
+	}
+	var copied workload
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &copied); err != nil {
+		return "", fmt.Errorf("reading the copy of Workload %s: %w", wl.Name, err)
+	}
+	reason, message := waiting(&copied)
+	if message == "" {
+		return reason, nil
+	}
+	return message, nil
 }

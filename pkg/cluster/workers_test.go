@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -190,6 +191,34 @@ func TestStatusOfADispatchedJobOnAWorkerNotReached(t *testing.T) {
 	require.Equal(t, Running, s.State)
 	require.Equal(t, 0, s.Pods.Running)
 	require.Contains(t, s.Lines(), "  worker:    worker1: not read: no context of your kubeconfig reaches worker cluster worker1: add a context named worker1, or pass --worker worker1=CONTEXT\n")
+}
+
+// A job a MultiKueue manager offered to worker1, where no LocalQueue of its
+// queue's name refuses it, and to worker2, which no context reaches: status
+// says why it waits on each.
+func TestStatusOfAJobOfferedToWorkers(t *testing.T) {
+	offered := `{admission: {clusterQueue: multikueue-cq}, nominatedClusterNames: [worker2, worker1], conditions: [{type: QuotaReserved, status: 'True', reason: QuotaReserved}]}`
+	refused := `{conditions: [{type: QuotaReserved, status: 'False', reason: Inadmissible, message: "LocalQueue multikueue-queue doesn't exist"}]}`
+	worker := cluster(t, nil, workloadOwnedBy("manager-uid", refused))
+	manager := cluster(t, nil, appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", offered))
+	reaching(manager, worker, map[string]string{"manager": "https://10.0.0.1:6443", "worker1": "https://10.0.0.2:6443"}, nil, "")
+	s, err := manager.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
+	require.NoError(t, err)
+	require.Equal(t, Queued, s.State)
+	require.Nil(t, s.Worker)
+	require.Equal(t, []Worker{
+		{Name: "worker1", Context: "worker1", Matched: "its name", State: Queued, Waiting: "LocalQueue multikueue-queue doesn't exist"},
+		{Name: "worker2", Unread: "no context of your kubeconfig reaches worker cluster worker2: add a context named worker2, or pass --worker worker2=CONTEXT"},
+	}, s.Offered)
+	require.Contains(t, s.Lines(), "\n  offered:   worker1 (context worker1, by its name): Queued: LocalQueue multikueue-queue doesn't exist\n"+
+		"  offered:   worker2: not read: no context")
+	require.Equal(t, "AppWrapper demo: Queued in LocalQueue team-a; on worker cluster worker1: LocalQueue multikueue-queue doesn't exist", s.Line())
+
+	// Before MultiKueue has made the copy there.
+	require.NoError(t, worker.Dynamic.Resource(worker.Kueue(context.Background(), "workloads")).Namespace("ml").Delete(context.Background(), "appwrapper-demo-7d9f2", metav1.DeleteOptions{}))
+	s, err = manager.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
+	require.NoError(t, err)
+	require.Equal(t, "MultiKueue has not made its copy here yet", s.Offered[0].Waiting)
 }
 
 func TestLogsOfADispatchedJob(t *testing.T) {

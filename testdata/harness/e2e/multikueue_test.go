@@ -42,6 +42,7 @@ func (s *sim) multiKueue(t *testing.T) {
 	t.Run("failure", m.failure)
 	t.Run("stop-resume-delete", m.lifecycle)
 	t.Run("check", m.check)
+	t.Run("refused", m.refused)
 }
 
 // on runs the generator against the manager's context.
@@ -59,10 +60,18 @@ func (m *multiKueue) submit(t *testing.T, name string, args ...string) result {
 		"--set", "namespace=default", "--set", "queueName=" + e2e.MultiKueueQueue}, args...)...)
 }
 
-// status is generator status -o json of a job, from the manager's context.
+// status is generator status -o json of a job in namespace default, from
+// the manager's context.
 func (m *multiKueue) status(t *testing.T, name string) cluster.Status {
 	t.Helper()
-	r := m.on(t, "status", name, "-n", "default", "-o", "json")
+	return m.statusIn(t, "default", name)
+}
+
+// statusIn is generator status -o json of a job in a namespace, from the
+// manager's context.
+func (m *multiKueue) statusIn(t *testing.T, namespace, name string) cluster.Status {
+	t.Helper()
+	r := m.on(t, "status", name, "-n", namespace, "-o", "json")
 	require.Equal(t, 0, r.code, r.stderr)
 	var st cluster.Status
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &st), r.stdout)
@@ -190,4 +199,31 @@ func (m *multiKueue) check(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, `queueName: on worker cluster worker1: no LocalQueue "multikueue-queue" in namespace "mk-team"`)
 	require.Contains(t, r.stderr, `volumes[0].claimName: on worker cluster worker1: no PersistentVolumeClaim "sim-programs" in namespace "mk-team"`)
+}
+
+// A job made on the manager without generator submit (whose check stops
+// it) in a namespace where the worker has no LocalQueue of the manager's
+// queue's name: MultiKueue offers it to worker1, whose Kueue refuses its
+// copy, and status on the manager says why it waits there.
+func (m *multiKueue) refused(t *testing.T) {
+	const name, namespace = "mk-refused", e2e.MultiKueueNamespace
+	r := m.generate(t, cases.Path(t, "testdata", "sim"), "render", "-f", "allreduce.settings.yaml", "--set", "jobName="+name,
+		"--set", "namespace="+namespace, "--set", "queueName="+e2e.MultiKueueQueue)
+	require.Equal(t, 0, r.code, r.stderr)
+	_, err := m.manager.Kubectl([]byte(r.stdout), "create", "-f", "-")
+	require.NoError(t, err)
+	var st cluster.Status
+	m.waitFor(t, namespace, name+" refused on worker1", 2*time.Minute, func() bool {
+		st = m.statusIn(t, namespace, name)
+		return len(st.Offered) == 1 && strings.Contains(st.Offered[0].Waiting, "LocalQueue")
+	})
+	require.Equal(t, cluster.Queued, st.State)
+	require.Nil(t, st.Worker)
+	require.Equal(t, cluster.Worker{Name: e2e.MultiKueueWorker, Context: e2e.MultiKueueWorker, Matched: "its name", State: cluster.Queued,
+		Waiting: "LocalQueue multikueue-queue doesn't exist"}, st.Offered[0])
+	r = m.on(t, "status", name, "-n", namespace)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "\n  offered:   worker1 (context worker1, by its name): Queued: LocalQueue multikueue-queue doesn't exist\n")
+	r = m.on(t, "delete", name, "-n", namespace)
+	require.Equal(t, 0, r.code, r.stderr)
 }
