@@ -18,8 +18,11 @@ type Key struct {
 	Section     string
 	Description string
 	Type        string // in words: "integer", "list of strings", "string or null"
-	Required    bool   // every settings file sets it, or its parent object needs it
-	Default     json.RawMessage
+	// Types are the JSON types its value may have, null among them when it
+	// may be left empty.
+	Types    []string
+	Required bool // every settings file sets it, or its parent object needs it
+	Default  json.RawMessage
 	// KindDefaults are the defaults of the job kinds whose default is not
 	// Default (a TrainJob's wrapper is none).
 	KindDefaults map[string]json.RawMessage
@@ -46,6 +49,7 @@ func (s *Schema) Keys() Keys {
 				Section:      section,
 				Description:  first(node.Description, resolved.Description),
 				Type:         schemaType(node),
+				Types:        valueTypes(node),
 				Required:     slices.Contains(object.Required, p.Name) && node.Default == nil,
 				Default:      firstRaw(node.Default, resolved.Default),
 				KindDefaults: node.KindDefaults,
@@ -179,6 +183,16 @@ func schemaType(s *Schema) string {
 		return words[0]
 	}
 	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// valueTypes lists the JSON types a value may have, null last when the key
+// may be left empty.
+func valueTypes(s *Schema) []string {
+	types := slices.DeleteFunc(slices.Clone(typesOf(s.Resolved())), func(t string) bool { return t == "null" })
+	if s.Nullable() {
+		types = append(types, "null")
+	}
+	return types
 }
 
 // typesOf lists the types of a resolved schema node, or of its alternatives.

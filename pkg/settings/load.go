@@ -51,44 +51,62 @@ type Input struct {
 	sources []source
 }
 
-// source is one file or --set argument. Exactly one of doc and values is set.
+// source is one file, layer or --set argument.
 type source struct {
-	name   string
-	doc    *yaml.Node     // the parsed file, with positions
-	values map[string]any // what one --set argument sets
-	set    string         // the argument of --set, which types its values
-	index  map[string]located
+	name string
+	// doc is the parsed file or layer, with positions; nil for --set.
+	doc *yaml.Node
+	// values are what the source sets: a file's or layer's values, or
+	// what one --set argument sets alone.
+	values map[string]any
+	// layer marks a Layer, which no missing key is placed in.
+	layer bool
+	// set is the argument of --set or --set-string, and into how that
+	// flag applies it to the values merged before it.
+	set  setFlag
+	arg  string
+	into func(string, map[string]any) error
+	// index is the file's nodes by path, made on first use.
+	index map[string]located
+}
+
+// setFlag names the flag of a source given on the command line: "" for a
+// file or a layer.
+type setFlag string
+
+// Layer is settings from elsewhere than the user's files and flags, which
+// the user's settings go over, such as the defaults of a profile: a YAML
+// mapping with the positions of the text it was read from, and its values as
+// Helm reads that text.
+type Layer struct {
+	Name   string // how messages name its source: a file, or a ConfigMap
+	Node   *yaml.Node
+	Values map[string]any
 }
 
 // Load reads and merges the settings. Unreadable files and malformed --set
 // arguments give a UsageError; files that are not valid settings YAML give a
 // diag.List, every problem of every file at once.
 func Load(opts Options) (*Input, error) {
-	in := &Input{Values: map[string]any{}}
+	in := &Input{}
 	var problems diag.List
 	for _, file := range opts.Files {
 		name, data, err := readFile(file, opts.Stdin)
 		if err != nil {
 			return nil, UsageError{err}
 		}
-		fileProblems := checkText(name, data)
-		var doc *yaml.Node
-		var values map[string]any
-		if len(fileProblems) == 0 {
-			doc, values, fileProblems = parse(name, data)
-		}
+		doc, values, fileProblems := SettingsFile.Read(name, data)
 		if len(fileProblems) > 0 {
 			problems = append(problems, fileProblems...)
 			continue
 		}
-		in.sources = append(in.sources, source{name: name, doc: doc})
-		in.Values = mergeMaps(in.Values, values)
+		in.sources = append(in.sources, source{name: name, doc: doc, values: values})
 	}
 	if len(problems) > 0 {
 		return nil, problems
 	}
 	for _, set := range []struct {
-		flag string
+		flag setFlag
 		args []string
 		into func(string, map[string]any) error
 	}{
@@ -101,23 +119,51 @@ func Load(opts Options) (*Input, error) {
 			if err == nil {
 				err = strayKey(arg, own)
 			}
-			if err == nil {
-				err = set.into(arg, in.Values)
-			}
-			if err != nil && strings.Contains(arg, ",") {
-				err = fmt.Errorf(`%w; commas separate the settings of one %s: write a comma inside a value as \,`, err, set.flag)
-			}
 			if err != nil {
-				return nil, UsageError{fmt.Errorf("%s %s: %w", set.flag, arg, err)}
+				return nil, set.flag.error(arg, err)
 			}
-			src := source{name: set.flag + " " + arg, values: own}
-			if set.flag == "--set" {
-				src.set = arg
-			}
-			in.sources = append(in.sources, src)
+			in.sources = append(in.sources, source{name: string(set.flag) + " " + arg, values: own, set: set.flag, arg: arg, into: set.into})
 		}
 	}
-	return in, nil
+	return in, in.merge()
+}
+
+// Over is the same settings over layers: their values first, in order, then
+// the files and --set arguments as Load merged them.
+func (in *Input) Over(layers []Layer) (*Input, error) {
+	over := &Input{}
+	for _, l := range layers {
+		over.sources = append(over.sources, source{name: l.Name, doc: l.Node, values: l.Values, layer: true})
+	}
+	for _, s := range in.sources {
+		if !s.layer {
+			over.sources = append(over.sources, s)
+		}
+	}
+	return over, over.merge()
+}
+
+// merge sets Values from the sources, as helm merges them: the files (and
+// layers) left to right, then each --set argument applied to the result.
+func (in *Input) merge() error {
+	in.Values = map[string]any{}
+	for _, s := range in.sources {
+		if s.set == "" {
+			in.Values = mergeMaps(in.Values, s.values)
+		} else if err := s.into(s.arg, in.Values); err != nil {
+			return s.set.error(s.arg, err)
+		}
+	}
+	return nil
+}
+
+// error is the UsageError of a --set or --set-string argument that cannot be
+// read or applied.
+func (f setFlag) error(arg string, err error) error {
+	if strings.Contains(arg, ",") {
+		err = fmt.Errorf(`%w; commas separate the settings of one %s: write a comma inside a value as \,`, err, f)
+	}
+	return UsageError{fmt.Errorf("%s %s: %w", f, arg, err)}
 }
 
 // strayKey finds, in one --set argument and what it sets, a key that no one
@@ -184,16 +230,35 @@ func readFile(file string, stdin io.Reader) (name string, data []byte, err error
 	return file, data, err
 }
 
-// checkText refuses what cannot be a settings file before any YAML parser
-// sees it: too big, binary, or not UTF-8.
-func checkText(name string, data []byte) diag.List {
+// Document is a kind of YAML file the generator reads with positions: what
+// its messages call it, the flag that names such a file, and the first line
+// of one.
+type Document struct {
+	Noun, Flag, Example string
+}
+
+// SettingsFile is a settings file.
+var SettingsFile = Document{Noun: "settings", Flag: "-f", Example: "jobName: my-job"}
+
+// Read reads a file of this kind: its text checked (checkText), then parsed
+// with positions and as Helm reads values (parse).
+func (k Document) Read(name string, data []byte) (*yaml.Node, map[string]any, diag.List) {
+	if problems := k.checkText(name, data); len(problems) > 0 {
+		return nil, nil, problems
+	}
+	return k.parse(name, data)
+}
+
+// checkText refuses what cannot be such a file before any YAML parser sees
+// it: too big, binary, or not UTF-8.
+func (k Document) checkText(name string, data []byte) diag.List {
 	if len(data) > MaxFileSize {
-		return diag.List{{Source: name, Message: fmt.Sprintf("the file is larger than %d MiB, and settings files are a few KiB of YAML; is this the right file?", MaxFileSize>>20)}}
+		return diag.List{{Source: name, Message: fmt.Sprintf("the file is larger than %d MiB, and %s files are a few KiB of YAML; is this the right file?", MaxFileSize>>20, k.Noun)}}
 	}
 	at := func(offset int, what string) diag.List {
 		line := 1 + bytes.Count(data[:offset], []byte("\n"))
 		col := 1 + utf8.RuneCount(data[bytes.LastIndexByte(data[:offset], '\n')+1:offset])
-		return diag.List{{Source: name, Line: line, Column: col, Message: what + "; settings files are YAML text: is this the right file?"}}
+		return diag.List{{Source: name, Line: line, Column: col, Message: what + "; " + k.Noun + " files are YAML text: is this the right file?"}}
 	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
 		return at(i, "the file holds binary data (a NUL byte)")
@@ -225,11 +290,10 @@ func Printable(r rune) bool {
 	return true
 }
 
-// parse reads one settings file twice: with positions, to find duplicate keys
-// and to place problems later, and as Helm reads values files
-// (chartutil.ReadValues), so that the values are exactly what helm template
-// would see.
-func parse(name string, data []byte) (*yaml.Node, map[string]any, diag.List) {
+// parse reads one file twice: with positions, to find duplicate keys and to
+// place problems later, and as Helm reads values files (chartutil.ReadValues),
+// so that the values are exactly what helm template would see.
+func (k Document) parse(name string, data []byte) (*yaml.Node, map[string]any, diag.List) {
 	at := func(line, col int, msg string) diag.List {
 		return diag.List{{Source: name, Line: line, Column: col, Message: msg}}
 	}
@@ -245,16 +309,16 @@ func parse(name string, data []byte) (*yaml.Node, map[string]any, diag.List) {
 		if err == nil {
 			line = next.Line
 		}
-		return nil, nil, at(line, 1, "a settings file holds one YAML document, and this is a second one; put each document in a file of its own and pass each with -f")
+		return nil, nil, at(line, 1, fmt.Sprintf("a %s file holds one YAML document, and this is a second one; put each document in a file of its own and pass each with %s", k.Noun, k.Flag))
 	}
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
 		if root.Kind != yaml.MappingNode && !(root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
-			return nil, nil, at(root.Line, root.Column, fmt.Sprintf("the settings must be a mapping of keys to values, such as \"jobName: my-job\", not %s", describeNode(root)))
+			return nil, nil, at(root.Line, root.Column, fmt.Sprintf("the %s must be a mapping of keys to values, such as %q, not %s", k.Noun, k.Example, describeNode(root)))
 		}
 	}
 	if deep := tooDeep(&doc, 0); deep != nil {
-		return nil, nil, at(deep.Line, deep.Column, fmt.Sprintf("invalid settings: lists or mappings are nested more than %d deep here, and settings are a few levels deep; is this the right file?", MaxDepth))
+		return nil, nil, at(deep.Line, deep.Column, fmt.Sprintf("invalid %s: lists or mappings are nested more than %d deep here, and %s are a few levels deep; is this the right file?", k.Noun, MaxDepth, k.Noun))
 	}
 	if problems := duplicateKeys(name, &doc, nil); len(problems) > 0 {
 		return nil, nil, problems
@@ -265,7 +329,7 @@ func parse(name string, data []byte) (*yaml.Node, map[string]any, diag.List) {
 		if strings.Contains(msg, "excessive aliasing") {
 			msg = "the YAML aliases (*name) in this file expand too many times, as an alias bomb does; write the values out, or use fewer aliases"
 		}
-		return nil, nil, at(1, 1, "cannot read the settings: "+msg)
+		return nil, nil, at(1, 1, "cannot read the "+k.Noun+": "+msg)
 	}
 	return &doc, values, nil
 }

@@ -13,6 +13,12 @@ import (
 	"github.com/torchwrap/generator/pkg/diag"
 )
 
+// Parsed is the Input of one document read with Document.Read, to place
+// diagnostics about it in its text.
+func Parsed(name string, root *yaml.Node, values map[string]any) *Input {
+	return &Input{Values: values, sources: []source{{name: name, doc: root, values: values}}}
+}
+
 // Locate places diagnostics in the input, sorted by source and position. A
 // diagnostic belongs to the last source that sets its path, the one whose
 // value Helm keeps; when no source sets the path itself (a missing key), it
@@ -76,7 +82,7 @@ func (in *Input) locate(d diag.Diagnostic) diag.Diagnostic {
 	// in the last file given.
 	d.Source = "settings"
 	for i := len(in.sources) - 1; i >= 0; i-- {
-		if in.sources[i].doc != nil {
+		if in.sources[i].doc != nil && !in.sources[i].layer {
 			d.Source, d.Line, d.Column = in.sources[i].name, 1, 1
 			break
 		}
@@ -225,10 +231,10 @@ func (s *source) setStringFix(d diag.Diagnostic, value any) string {
 	case int64:
 		kind = "a number"
 	}
-	if s.set == "" || kind == "" || !slices.Contains(d.Expected, "string") {
+	if s.set != "--set" || kind == "" || !slices.Contains(d.Expected, "string") {
 		return ""
 	}
-	texts, err := strvals.ParseString(s.set)
+	texts, err := strvals.ParseString(s.arg)
 	if err != nil {
 		return ""
 	}

@@ -54,12 +54,13 @@ var validatorSchema []byte
 
 // Default is the Validator of the settings schema, compiled on first use.
 var Default = sync.OnceValues(func() (*Validator, error) {
-	return compile(validatorSchema, schema.Model)
+	return Compile(validatorSchema, schema.Model)
 })
 
-// compile compiles a settings schema document; model reads the same schema
-// as a model, with its annotations, for the explanations.
-func compile(schemaJSON []byte, model func() (*schema.Schema, error)) (*Validator, error) {
+// Compile compiles a schema document (the settings', or a profile's); model
+// reads the same schema as a model, with its annotations, for the
+// explanations.
+func Compile(schemaJSON []byte, model func() (*schema.Schema, error)) (*Validator, error) {
 	doc, err := decode(schemaJSON)
 	if err != nil {
 		return nil, fmt.Errorf("settings schema: %w", err)
@@ -158,6 +159,21 @@ type schemaError struct {
 // Validate returns every issue with values, the settings after the chart's
 // defaults were applied (as Helm validates them). None means valid.
 func (v *Validator) Validate(values map[string]any) []diag.Diagnostic {
+	return v.validate(values, v.rules)
+}
+
+// Keys returns the issues of values with each key on its own: its type, its
+// format, a key that does not exist; not a key that is missing, nor the rules
+// of the schema's root allOf, which tie keys together. It checks a part of
+// settings, such as a profile's defaults.
+func (v *Validator) Keys(values map[string]any) []diag.Diagnostic {
+	return v.validate(values, nil)
+}
+
+// validate checks values against the schema without its root allOf, and
+// against each of rules; without rules, the values are a part of settings,
+// which need not hold every key.
+func (v *Validator) validate(values map[string]any, ruleSchemas []*gojsonschema.Schema) []diag.Diagnostic {
 	// Decode the values once, as gojsonschema's loaders do, for every part of
 	// the schema.
 	loader, err := documentLoader(values)
@@ -169,8 +185,8 @@ func (v *Validator) Validate(values map[string]any) []diag.Diagnostic {
 		return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
 	}
 	valid := base.Valid()
-	rules := make([]*gojsonschema.Result, len(v.rules))
-	for i, r := range v.rules {
+	rules := make([]*gojsonschema.Result, len(ruleSchemas))
+	for i, r := range ruleSchemas {
 		if rules[i], err = r.Validate(loader); err != nil {
 			return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
 		}
@@ -184,13 +200,18 @@ func (v *Validator) Validate(values map[string]any) []diag.Diagnostic {
 	if err != nil {
 		return append(issues, diag.Diagnostic{Message: "cannot explain the problems: " + err.Error()})
 	}
-	return append(issues, x.issues(base, rules)...)
+	return append(issues, x.issues(base, rules, ruleSchemas == nil)...)
 }
 
 // issues explains why the values are invalid: the base schema's errors, then
-// each broken rule's, one issue per key path.
-func (x *explainer) issues(base *gojsonschema.Result, rules []*gojsonschema.Result) []diag.Diagnostic {
-	issues := x.explain(schemaErrors(base))
+// each broken rule's, one issue per key path; for a part of settings, none
+// about a key that is missing.
+func (x *explainer) issues(base *gojsonschema.Result, rules []*gojsonschema.Result, part bool) []diag.Diagnostic {
+	errs := schemaErrors(base)
+	if part {
+		errs = slices.DeleteFunc(errs, func(e schemaError) bool { return e.Type() == "required" })
+	}
+	issues := x.explain(errs)
 	reported := map[string]bool{}
 	for _, is := range issues {
 		reported[is.Path.String()] = true
