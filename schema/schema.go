@@ -33,3 +33,14 @@ var EditorJSON []byte
 
 // Model is the embedded schema read as a model, parsed once per process.
 var Model = sync.OnceValues(func() (*Schema, error) { return Parse(JSON) })
+
+// ProfileJSON is the schema (JSON Schema draft-07) of a profile: the
+// defaults, imposed values and rules a platform team gives every job of its
+// cluster (pkg/profile). generator schema --profile prints it.
+//
+//go:embed profile.schema.json
+var ProfileJSON []byte
+
+// ProfileModel is the profile's schema read as a model, parsed once per
+// process.
+var ProfileModel = sync.OnceValues(func() (*Schema, error) { return Parse(ProfileJSON) })

@@ -1,0 +1,314 @@
+package profile
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The API server's side of a profile: its rules and imposed values, where
+// the objects generator writes carry the setting, as the validations of a
+// ValidatingAdmissionPolicy (CEL, run by the API server itself). The same
+// settings give the same verdict on both sides: a job rendered under the
+// profile is admitted, and a job written by hand that breaks a rule is
+// refused with the rule's message. Where the objects cannot tell what the
+// settings say, the rule is the command line's only (Unchecked).
+
+// field is where the objects carry a setting: at which level of an object
+// (scope), and a CEL expression of its value there, an optional (ROOT is the
+// object admitted); name is the policy's variable of its values.
+type field struct {
+	name  string
+	scope scope
+	value string
+	// presence: the setting is unset exactly where the value is absent,
+	// so that a rule that requires it can be checked on the objects.
+	presence bool
+}
+
+// fields are the settings whose rules the API server checks.
+var fields = map[string]field{
+	"jobName":                {name: "jobName", scope: top, value: "optional.of(ROOT.metadata.name)"},
+	"queueName":              {name: "queueName", scope: top, value: "ROOT.?metadata.?labels[?'kueue.x-k8s.io/queue-name']", presence: true},
+	"workloadPriorityClass":  {name: "workloadPriorityClass", scope: top, value: "ROOT.?metadata.?labels[?'kueue.x-k8s.io/priority-class']", presence: true},
+	"numPods":                {name: "numPods", scope: job, value: "optional.of(jg.map(g, g.map(r, int(r.pods)).sum()).sum())"},
+	"priority":               {name: "priority", scope: pod, value: "r.spec.?priorityClassName", presence: true},
+	"serviceAccountName":     {name: "serviceAccountName", scope: pod, value: "r.spec.?serviceAccountName", presence: true},
+	"numGpusPerPod":          {name: "numGpusPerPod", scope: pod, value: "r.spec.?containers.orValue([]).exists(c, " + gpusAsked + ") ? optional.of(r.spec.?containers.orValue([]).map(c, " + gpusOf + ").sum()) : optional.none()"},
+	"containerImage":         {name: "containerImage", scope: container, value: "c.?image"},
+	"initContainers[].image": {name: "initContainerImage", scope: initContainer, value: "c.?image"},
+}
+
+// A container's GPUs: its limit, else its request, a quantity.
+const (
+	gpusAsked = "c.?resources.?limits[?'nvidia.com/gpu'].hasValue() || c.?resources.?requests[?'nvidia.com/gpu'].hasValue()"
+	gpusOf    = "quantity(string(c.?resources.?limits[?'nvidia.com/gpu'].orValue(c.?resources.?requests[?'nvidia.com/gpu'].orValue(0)))).asInteger()"
+)
+
+// scope is a level of the objects, each inside the one before: the object
+// admitted (an AppWrapper, or a job alone), each job (an AppWrapper's
+// components, or the object), each pod template of a job, each container of
+// a pod.
+type scope int
+
+const (
+	top scope = iota
+	job
+	pod
+	container
+	initContainer
+)
+
+// The policy's variables of every validation: the jobs of the object (an
+// AppWrapper's components' templates, or the object itself), and each one's
+// pod templates, as groups of replicas (pods); the same of the object
+// before an update (oldJobs, oldPods: none on a create).
+var baseVariables = []Variable{
+	{"jobs", jobsOf("object")},
+	{"oldJobs", "request.operation == 'UPDATE' ? " + jobsOf("oldObject") + " : []"},
+	{"pods", "variables.jobs.map(j, " + groups + ")"},
+	{"oldPods", "variables.oldJobs.map(j, " + groups + ")"},
+}
+
+// jobsOf is the CEL of the jobs of an object.
+func jobsOf(root string) string {
+	return fmt.Sprintf("%[1]s.kind == 'AppWrapper' ? %[1]s.?spec.?components.orValue([]).map(w, w.?template.orValue({})) : [dyn(%[1]s)]", root)
+}
+
+// groups are the pod templates of job j, by kind, as lists of replicas,
+// each a map of its pod count (pods), its pod spec (spec) and whether that
+// is a whole pod's (pod): a TrainJob's trainer is one container of its
+// pods, and its runtime patches the rest of them.
+var groups = "(" + strings.Join([]string{
+	"j.kind == 'PyTorchJob' ? [j.?spec.?pytorchReplicaSpecs.orValue({}).map(k, " + replica("j.spec.pytorchReplicaSpecs[k].?replicas.orValue(1)", "j.spec.pytorchReplicaSpecs[k].?template.?spec") + ")]",
+	"j.kind == 'JobSet' ? [j.?spec.?replicatedJobs.orValue([]).map(x, " + replica("x.?replicas.orValue(1) * x.?template.?spec.?parallelism.orValue(1)", "x.?template.?spec.?template.?spec") + ")]",
+	"j.kind == 'PyTorchTrainingJob' ? [j.?spec.?replicaSpecs.orValue([]).map(x, " + replica("x.?replicas.orValue(1)", "x.?template.?spec") + ")]",
+	"j.kind == 'DeepSpeedJob' ? [j.?spec.?worker.hasValue() ? [" + replica("j.spec.worker.?replicas.orValue(1)", "j.spec.worker.?template.?spec") + "] : []]",
+	"j.kind == 'TrainJob' ? [[{'pods': dyn(j.?spec.?trainer.?numNodes.orValue(1)), 'pod': dyn(false), 'spec': dyn({'containers': [{?'image': j.?spec.?trainer.?image, ?'resources': j.?spec.?trainer.?resourcesPerNode}]})}]] + " +
+		"j.?spec.?runtimePatches.orValue([]).map(p, p.?trainingRuntimeSpec.?template.?spec.?replicatedJobs.orValue([]).map(x, {'pods': dyn(0), 'pod': dyn(true), 'spec': dyn(x.?template.?spec.?template.?spec.orValue({}))}))",
+	"[]",
+}, " : ") + ")"
+
+// replica is the CEL map of one replica: its pod count and pod spec.
+func replica(pods, spec string) string {
+	return fmt.Sprintf("{'pods': dyn(%s), 'pod': dyn(true), 'spec': dyn(%s.orValue({}))}", pods, spec)
+}
+
+// Variable is a variable of the policy, which its validations share.
+type Variable struct {
+	Name       string `json:"name"`
+	Expression string `json:"expression"`
+}
+
+// Validation is one validation of the policy: its CEL expression, and the
+// message of the rule it checks.
+type Validation struct {
+	Expression string `json:"expression"`
+	Message    string `json:"message"`
+}
+
+// Unchecked is a rule (or imposed value) that the API server cannot check:
+// where it is written, its key, and why.
+type Unchecked struct {
+	At, Key, Why string
+}
+
+// Policy is the validations of a policy that checks the profile's rules and
+// imposed values on objects, with the variables they share; Unchecked the
+// ones it cannot check, which the command line alone enforces.
+func (p *Profile) Policy() ([]Variable, []Validation, []Unchecked) {
+	var out []Validation
+	var unchecked []Unchecked
+	used := map[string]field{}
+	add := func(f field, schema map[string]any, required bool, message, key, what string) {
+		used[f.name] = f
+		out = append(out, validation(f, schema, required, message, key, what))
+	}
+	for _, im := range p.imposed {
+		key := im.path.String()
+		f, ok := fields[key]
+		if !ok {
+			unchecked = append(unchecked, Unchecked{im.at, key, noField(key)})
+			continue
+		}
+		add(f, map[string]any{"const": im.value}, f.presence, im.message, key, "imposed "+show(im.value))
+	}
+	for _, r := range p.rules {
+		f, ok := fields[r.key.Path]
+		if !ok {
+			unchecked = append(unchecked, Unchecked{r.at, r.key.Path, noField(r.key.Path)})
+			continue
+		}
+		if r.required && !f.presence {
+			unchecked = append(unchecked, Unchecked{r.at, r.key.Path, fmt.Sprintf("the objects carry %s even when the settings leave it unset, so that they cannot tell whether a user set it", r.key.Path)})
+			continue
+		}
+		if r.schema != nil {
+			if why := untranslatable(r.schema); why != "" {
+				unchecked = append(unchecked, Unchecked{r.at, r.key.Path, why})
+				continue
+			}
+		}
+		what := describe(r.schema)
+		if r.required {
+			what = strings.TrimPrefix(what+", set", ", ")
+		}
+		add(f, r.schema, r.required, r.message, r.key.Path, what)
+	}
+	if len(out) == 0 {
+		return nil, nil, unchecked
+	}
+	variables := slices.Clone(baseVariables)
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		f := used[name]
+		variables = append(variables, Variable{f.name, f.values(false)}, Variable{f.old(), f.values(true)})
+	}
+	return variables, out, unchecked
+}
+
+// noField says why a rule on key is the command line's only.
+func noField(key string) string {
+	return fmt.Sprintf("no field of the objects says what %s is; the API server checks rules on %s", key, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+}
+
+// untranslatable says why a rule's schema cannot be checked in CEL, or "".
+func untranslatable(s map[string]any) string {
+	for _, kw := range []string{"minItems", "maxItems", "uniqueItems"} {
+		if _, ok := s[kw]; ok {
+			return kw + " has no meaning for a single value"
+		}
+	}
+	if m, ok := s["multipleOf"]; ok && jsonType(m) != "integer" {
+		return "multipleOf is checked on objects for whole numbers only"
+	}
+	if not, ok := s["not"].(map[string]any); ok {
+		return untranslatable(not)
+	}
+	return ""
+}
+
+// validation is the validation of one rule on a field: the value, wherever
+// the objects carry it, must keep schema (nil: anything) and be there when
+// required. It reads the field's variable: at each place, a list of its
+// value or of none. On an update, a rule is checked only when the field's
+// values changed, so that a job created under an earlier profile can still
+// be run, held and resumed by its controllers.
+func validation(f field, schema map[string]any, required bool, message, key, what string) Validation {
+	check := "true"
+	if schema != nil {
+		check = predicate(schema, "v")
+	}
+	list := "variables." + f.name
+	depth := map[scope]int{top: 0, job: 1, pod: 3, container: 4, initContainer: 4}[f.scope]
+	inner := list
+	if depth > 0 {
+		inner = fmt.Sprintf("x%d", depth)
+	}
+	check = fmt.Sprintf("%s.all(v, %s)", inner, check)
+	if required {
+		check = fmt.Sprintf("size(%s) == 1 && %s", inner, check)
+	}
+	for i := depth; i >= 1; i-- {
+		outer := list
+		if i > 1 {
+			outer = fmt.Sprintf("x%d", i-1)
+		}
+		check = fmt.Sprintf("%s.all(x%d, %s)", outer, i, check)
+	}
+	expr := fmt.Sprintf("(request.operation == 'UPDATE' && variables.%s == variables.%s) || %s", f.old(), f.name, check)
+	return Validation{Expression: expr, Message: fmt.Sprintf("%s (the profile's rule on %s: %s)", oneLine(message), key, what)}
+}
+
+// old names the variable of the field's values before an update.
+func (f field) old() string { return "old" + strings.ToUpper(f.name[:1]) + f.name[1:] }
+
+// values is the CEL of the field's values, wherever the object (or the old
+// object) carries them: at each place, a list of its value or of none,
+// nested as the places are (validation reads them at that depth).
+func (f field) values(old bool) string {
+	root, pods := "object", "variables.pods"
+	if old {
+		root, pods = "oldObject", "variables.oldPods"
+	}
+	v := "(" + strings.ReplaceAll(f.value, "ROOT", root) + ")"
+	leaf := fmt.Sprintf("(%s.hasValue() ? [dyn(%s.value())] : [])", v, v)
+	// A pod template is a replica whose spec is a pod's (not a TrainJob's
+	// trainer, which is one container of them).
+	podTemplates := pods + ".map(jg, jg.map(g, g.filter(r, r.pod).map(r, %s)))"
+	switch f.scope {
+	case top:
+		if old {
+			return "request.operation == 'UPDATE' ? " + leaf + " : []"
+		}
+		return leaf
+	case job:
+		return fmt.Sprintf("%s.map(jg, %s)", pods, leaf)
+	case pod:
+		return fmt.Sprintf(podTemplates, leaf)
+	}
+	list := map[scope]string{container: "containers", initContainer: "initContainers"}[f.scope]
+	return fmt.Sprintf("%s.map(jg, jg.map(g, g.map(r, r.spec.?%s.orValue([]).map(c, %s))))", pods, list, leaf)
+}
+
+// predicate is the CEL of a rule's schema on the value x.
+func predicate(s map[string]any, x string) string {
+	var parts []string
+	for _, kw := range keywords {
+		v, ok := s[kw.name]
+		if !ok {
+			continue
+		}
+		switch kw.name {
+		case "const":
+			parts = append(parts, x+" == "+literal(v))
+		case "enum":
+			var eq []string
+			for _, c := range v.([]any) {
+				eq = append(eq, x+" == "+literal(c))
+			}
+			parts = append(parts, "("+strings.Join(eq, " || ")+")")
+		case "minimum":
+			parts = append(parts, x+" >= "+literal(v))
+		case "exclusiveMinimum":
+			parts = append(parts, x+" > "+literal(v))
+		case "maximum":
+			parts = append(parts, x+" <= "+literal(v))
+		case "exclusiveMaximum":
+			parts = append(parts, x+" < "+literal(v))
+		case "multipleOf":
+			parts = append(parts, "int("+x+") % "+literal(v)+" == 0")
+		case "pattern":
+			parts = append(parts, x+".matches("+literal(v)+")")
+		case "minLength":
+			parts = append(parts, "size("+x+") >= "+literal(v))
+		case "maxLength":
+			parts = append(parts, "size("+x+") <= "+literal(v))
+		case "not":
+			parts = append(parts, "!("+predicate(v.(map[string]any), x)+")")
+		}
+	}
+	return "(" + strings.Join(parts, " && ") + ")"
+}
+
+// literal writes a value of a rule as a CEL literal: whole numbers as ints.
+func literal(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strconv.Quote(v)
+	case float64:
+		if v == float64(int64(v)) {
+			return strconv.FormatInt(int64(v), 10)
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(v)
+	case nil:
+		return "null"
+	}
+	return fmt.Sprint(v)
+}
+
+// oneLine folds a message onto one line, as a validation's message must be.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

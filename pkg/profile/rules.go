@@ -1,0 +1,315 @@
+package profile
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/xeipuuv/gojsonschema"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/schema"
+)
+
+// rule is one rule of a profile: what the value of a key must be (a JSON
+// Schema of the value), or that the key must be set, with its message.
+type rule struct {
+	key      schema.Key
+	schema   map[string]any // nil when the rule only requires the key
+	compiled *gojsonschema.Schema
+	required bool
+	message  string
+	// part and path place diagnostics about the rule in its profile; at
+	// is where it is written, for messages: "team-a.yaml:14".
+	part *part
+	path diag.Path
+	at   string
+}
+
+// keywords are the schema keywords a rule may use, in the order a rule is
+// described in, with the JSON types of the values each applies to (none:
+// any value).
+var keywords = []struct {
+	name  string
+	types []string
+}{
+	{"const", nil}, {"enum", nil},
+	{"minimum", numbers}, {"exclusiveMinimum", numbers}, {"maximum", numbers}, {"exclusiveMaximum", numbers}, {"multipleOf", numbers},
+	{"pattern", texts}, {"minLength", texts}, {"maxLength", texts},
+	{"minItems", lists}, {"maxItems", lists}, {"uniqueItems", lists},
+	{"not", nil},
+}
+
+var (
+	numbers = []string{"integer", "number"}
+	texts   = []string{"string"}
+	lists   = []string{"array"}
+)
+
+// newRule reads the rule at path in a profile the profile's schema accepted:
+// its key, and its schema checked against the key's types.
+func newRule(fields map[string]any, path diag.Path, root *yaml.Node, source string, keys schema.Keys) (*rule, []diag.Diagnostic) {
+	k, issue := findKey(fields["key"].(string), keys)
+	if issue != "" {
+		return nil, []diag.Diagnostic{{Path: append(path[:len(path):len(path)], "key"), Message: issue}}
+	}
+	r := &rule{key: k, message: fields["message"].(string), path: path}
+	r.schema, _ = fields["schema"].(map[string]any)
+	r.required, _ = fields["required"].(bool)
+	r.at = fmt.Sprintf("%s:%d", source, nodeAt(root, path).Line)
+	if r.schema == nil && !r.required {
+		return nil, []diag.Diagnostic{{Path: path, Message: "a rule says what the value must be (schema) or that the key must be set (required: true), and this one says neither; add one of them"}}
+	}
+	if r.schema == nil {
+		return r, nil
+	}
+	if issues := fits(r.schema, append(path[:len(path):len(path)], "schema"), k, k.Types); len(issues) > 0 {
+		return nil, issues
+	}
+	loader := gojsonschema.NewSchemaLoader()
+	loader.Draft = gojsonschema.Draft7
+	var err error
+	if r.compiled, err = loader.Compile(gojsonschema.NewGoLoader(r.schema)); err != nil {
+		return nil, []diag.Diagnostic{{Path: append(path[:len(path):len(path)], "schema"), Message: "is not a schema: " + err.Error()}}
+	}
+	return r, nil
+}
+
+// fits checks a rule's schema against the types of its key: each keyword
+// must apply to one of them (a pattern is no rule on a number), each value
+// of const and enum must be one of them, and each pattern must be a regular
+// expression.
+func fits(s map[string]any, path diag.Path, k schema.Key, types []string) []diag.Diagnostic {
+	var issues []diag.Diagnostic
+	for _, kw := range keywords {
+		value, ok := s[kw.name]
+		if !ok {
+			continue
+		}
+		at := append(path[:len(path):len(path)], kw.name)
+		switch {
+		case kw.types != nil && !slices.ContainsFunc(kw.types, func(t string) bool { return slices.Contains(types, t) }):
+			issues = append(issues, diag.Diagnostic{Path: at, AtKey: true,
+				Message: fmt.Sprintf("applies to %s, and %s is %s: the rule could never fail; use a keyword for %s", typeWords(kw.types), k.Path, article(k.Type), k.Type)})
+		case kw.name == "const":
+			issues = append(issues, fitsType(value, at, k, types)...)
+		case kw.name == "enum":
+			for i, v := range value.([]any) {
+				issues = append(issues, fitsType(v, append(at[:len(at):len(at)], strconv.Itoa(i)), k, types)...)
+			}
+		case kw.name == "pattern":
+			if _, err := regexp.Compile(value.(string)); err != nil {
+				issues = append(issues, diag.Diagnostic{Path: at, Message: fmt.Sprintf("is not a regular expression (Go's, RE2): %v", strings.TrimPrefix(err.Error(), "error parsing regexp: "))})
+			}
+		case kw.name == "not":
+			issues = append(issues, fits(value.(map[string]any), at, k, types)...)
+		}
+	}
+	return issues
+}
+
+// fitsType checks a value of const or enum against the types of its key.
+func fitsType(value any, at diag.Path, k schema.Key, types []string) []diag.Diagnostic {
+	t := jsonType(value)
+	if slices.Contains(types, t) || (t == "integer" && slices.Contains(types, "number")) {
+		return nil
+	}
+	return []diag.Diagnostic{{Path: at, Message: fmt.Sprintf("%s is %s, and %s is %s: no value of it could be this", show(value), typeWords([]string{t}), k.Path, article(k.Type))}}
+}
+
+// jsonType is the JSON Schema type of a value of settings.
+func jsonType(value any) string {
+	switch v := value.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	case float64:
+		if v == float64(int64(v)) {
+			return "integer"
+		}
+		return "number"
+	}
+	return "integer"
+}
+
+func typeWords(types []string) string {
+	var words []string
+	for _, t := range types {
+		words = append(words, map[string]string{"integer": "whole numbers", "number": "numbers", "string": "text", "array": "lists", "boolean": "true or false", "object": "mappings", "null": "null"}[t])
+	}
+	return schema.AndList(words)
+}
+
+// article puts "a" or "an" before a type in words ("an integer or null").
+func article(words string) string {
+	if strings.HasPrefix(words, "list") || strings.HasPrefix(words, "map") {
+		return "a " + words
+	}
+	if strings.ContainsAny(words[:1], "aeiou") {
+		return "an " + words
+	}
+	return "a " + words
+}
+
+// found is a value a rule applies to: the concrete path of the key (list
+// indices for its []), and its value, or none.
+type found struct {
+	path  diag.Path
+	value any
+	set   bool
+}
+
+// find gives every value of the rule's key in values: one, or one for each
+// item of a list that the key is inside of ([]). A key not set is found
+// unset, unless it is inside a list that is not set.
+func (r *rule) find(values map[string]any) []found {
+	segs := strings.Split(strings.ReplaceAll(r.key.Path, "[]", ".[]"), ".")
+	var out []found
+	var walk func(cur any, i int, path diag.Path)
+	walk = func(cur any, i int, path diag.Path) {
+		if i == len(segs) {
+			out = append(out, found{path: path, value: cur, set: cur != nil})
+			return
+		}
+		if segs[i] == "[]" {
+			items, _ := cur.([]any)
+			for n, item := range items {
+				walk(item, i+1, append(path[:len(path):len(path)], strconv.Itoa(n)))
+			}
+			return
+		}
+		m, _ := cur.(map[string]any)
+		walk(m[segs[i]], i+1, append(path[:len(path):len(path)], segs[i]))
+	}
+	walk(values, 0, nil)
+	return out
+}
+
+// check gives a diagnostic for each value of the rule's key in values that
+// breaks it, at the value's path.
+func (r *rule) check(values map[string]any) []diag.Diagnostic {
+	var issues []diag.Diagnostic
+	for _, f := range r.find(values) {
+		switch {
+		case !f.set && r.required:
+			issues = append(issues, diag.Diagnostic{Path: f.path, Message: fmt.Sprintf("required by the profile (%s): %s", r.at, r.message)})
+		case f.set && r.compiled != nil && !r.accepts(f.value):
+			issues = append(issues, diag.Diagnostic{Path: f.path, Message: fmt.Sprintf("%s breaks a rule of the profile (%s; %s): %s", show(f.value), describe(r.schema), r.at, r.message)})
+		}
+	}
+	return issues
+}
+
+// accepts tells whether a value keeps the rule's schema.
+func (r *rule) accepts(value any) bool {
+	result, err := r.compiled.Validate(gojsonschema.NewGoLoader(value))
+	return err == nil && result.Valid()
+}
+
+// describe says in words what a rule's schema asks: "at most 8", "one of a
+// or b", "not matching ^docker.io/".
+func describe(s map[string]any) string {
+	var parts []string
+	for _, kw := range keywords {
+		v, ok := s[kw.name]
+		if !ok {
+			continue
+		}
+		switch kw.name {
+		case "const":
+			parts = append(parts, "exactly "+show(v))
+		case "enum":
+			var choices []string
+			for _, c := range v.([]any) {
+				choices = append(choices, show(c))
+			}
+			parts = append(parts, "one of "+strings.Join(choices, ", "))
+		case "minimum":
+			parts = append(parts, "at least "+number(v))
+		case "exclusiveMinimum":
+			parts = append(parts, "more than "+number(v))
+		case "maximum":
+			parts = append(parts, "at most "+number(v))
+		case "exclusiveMaximum":
+			parts = append(parts, "less than "+number(v))
+		case "multipleOf":
+			parts = append(parts, "a multiple of "+number(v))
+		case "pattern":
+			parts = append(parts, "matching "+v.(string))
+		case "minLength":
+			parts = append(parts, "at least "+number(v)+" characters")
+		case "maxLength":
+			parts = append(parts, "at most "+number(v)+" characters")
+		case "minItems":
+			parts = append(parts, "at least "+number(v)+" items")
+		case "maxItems":
+			parts = append(parts, "at most "+number(v)+" items")
+		case "uniqueItems":
+			if v == true {
+				parts = append(parts, "no item twice")
+			}
+		case "not":
+			parts = append(parts, "not "+describe(v.(map[string]any)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// number writes a number of a rule as its profile would: 8, 0.5.
+func number(v any) string {
+	f, _ := v.(float64)
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// Check gives a diagnostic, at its key's path, for each of the settings'
+// values (after the chart's defaults) that goes against the profile: a value
+// other than an imposed one, and one that breaks a rule.
+func (p *Profile) Check(values map[string]any) []diag.Diagnostic {
+	var issues []diag.Diagnostic
+	for _, im := range p.imposed {
+		got, _ := valueAt(values, im.path)
+		switch {
+		case within(got, im.value):
+		case got == nil:
+			issues = append(issues, diag.Diagnostic{Path: im.path,
+				Message: fmt.Sprintf("an empty value removes %s, which the profile imposes (%s): %s; remove the line, the profile sets it", show(im.value), im.at, im.message)})
+		default:
+			issues = append(issues, diag.Diagnostic{Path: im.path,
+				Message: fmt.Sprintf("%s goes against the profile, which imposes %s (%s): %s; remove the line, the profile sets it", show(got), show(im.value), im.at, im.message)})
+		}
+	}
+	for _, r := range p.rules {
+		issues = append(issues, r.check(values)...)
+	}
+	return issues
+}
+
+// within tells whether got holds the imposed value want: the same value, or
+// for a mapping, every entry of want with the same value (a user may add
+// entries to an imposed nodeSelector, not change its own).
+func within(got, want any) bool {
+	wantMap, ok := want.(map[string]any)
+	if !ok {
+		return same(got, want)
+	}
+	gotMap, ok := got.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, v := range wantMap {
+		if !within(gotMap[k], v) {
+			return false
+		}
+	}
+	return true
+}
