@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/torchwrap/generator/pkg/profile"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
 )
@@ -37,6 +38,13 @@ func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) err
 	if err != nil {
 		return err
 	}
+	p, err := f.fileProfile()
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		fmt.Fprintf(s.Err, "profile: %s\n", p.Name())
+	}
 	results := make([]batchResult, len(files))
 	for i, path := range paths {
 		results[i].out = path
@@ -51,7 +59,7 @@ func (f *inputFlags) renderBatch(s Streams, out outputFlags, files []string) err
 		}
 	}
 
-	f.renderShares(results, files, out)
+	f.renderShares(results, files, out, p)
 	syncFolders(results, removeFolders(created))
 
 	failed := 0
@@ -149,7 +157,7 @@ func folders(files []string) []string {
 // (render.RenderAll), which parses the chart once for all of it: a few
 // shares per CPU, so that the flushing of one overlaps the rendering of the
 // next.
-func (f *inputFlags) renderShares(results []batchResult, files []string, out outputFlags) {
+func (f *inputFlags) renderShares(results []batchResult, files []string, out outputFlags, p *profile.Profile) {
 	workers := min(runtime.GOMAXPROCS(0), len(files))
 	shares := min(len(files), sharesPerCPU*workers)
 	var next, rendering atomic.Int32
@@ -171,7 +179,7 @@ func (f *inputFlags) renderShares(results []batchResult, files []string, out out
 		}()
 		for s := int(next.Add(1)) - 1; s < shares; s = int(next.Add(1)) - 1 {
 			from, to := s*len(files)/shares, (s+1)*len(files)/shares
-			f.renderChunk(results[from:to], files[from:to], out, written)
+			f.renderChunk(results[from:to], files[from:to], out, p, written)
 		}
 	})
 }
@@ -186,11 +194,14 @@ const syncers = 16
 // renderChunk renders files (after the shared -f files and --set values),
 // writes each one's manifest to its results' out, each atomically but
 // unflushed, and hands each file written to written.
-func (f *inputFlags) renderChunk(results []batchResult, files []string, out outputFlags, written chan<- *batchResult) {
+func (f *inputFlags) renderChunk(results []batchResult, files []string, out outputFlags, p *profile.Profile, written chan<- *batchResult) {
 	var ins []*settings.Input
 	var loaded []int
 	for i, file := range files {
 		in, err := settings.Load(settings.Options{Files: append(f.files[:len(f.files):len(f.files)], file), Sets: f.sets, SetStrings: f.setStrings})
+		if err == nil && p != nil {
+			in, err = p.Apply(in)
+		}
 		if err != nil {
 			results[i].err = err
 			continue
@@ -198,7 +209,7 @@ func (f *inputFlags) renderChunk(results []batchResult, files []string, out outp
 		ins = append(ins, in)
 		loaded = append(loaded, i)
 	}
-	for n, outcome := range render.RenderAll(ins) {
+	for n, outcome := range render.RenderAll(ins, p) {
 		r := &results[loaded[n]]
 		result, err := outcome.Result, outcome.Err
 		if err == nil {

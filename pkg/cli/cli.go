@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/profile"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
 )
@@ -83,11 +84,17 @@ func writeError(s Streams, err error, consequence string) {
 	var strict strictError
 	var findings findingsError
 	var refused importRefused
+	var invalidProfile profile.Invalid
 	switch {
 	case errors.As(err, &findings):
 		fmt.Fprintln(s.Err, findings)
 	case errors.As(err, &refused):
 		fmt.Fprintln(s.Err, refused)
+	case errors.As(err, &invalidProfile):
+		for _, p := range invalidProfile.Problems {
+			fmt.Fprintln(s.Err, p)
+		}
+		fmt.Fprintf(s.Err, "%s in the profile, which whoever keeps it must fix (generator profile validate checks it); %s\n", schema.Count(len(invalidProfile.Problems), "problem"), consequence)
 	case errors.As(err, &problems):
 		for _, p := range problems {
 			fmt.Fprintln(s.Err, p)
@@ -135,7 +142,9 @@ delete one.
 It succeeds the MLBatch pytorchjob-generator Helm chart: a settings file that
 chart rendered gives the same objects, unless it holds a setting that
 docs/mlbatch.md lists as refused, with its fix. The chart it embeds also works on its own with
-helm template. Jobs written by hand come over with import.`,
+helm template. Jobs written by hand come over with import. A platform team
+gives every job of its cluster defaults, imposed values and rules with a
+profile, which the API server enforces too (generator profile).`,
 		Example: `  generator init                                   # a starter settings.yaml
   generator explain numGpusPerPod                  # what a key means
   generator render -f settings.yaml | kubectl apply -f -
@@ -158,7 +167,7 @@ helm template. Jobs written by hand come over with import.`,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.AddCommand(newInit(s), newRender(s), newValidate(s), newRun(s), newCheck(s), newSubmit(s), newStatus(s), newLogs(s), newList(s),
-		newStop(s), newResume(s), newDelete(s), newImport(s), newExplain(s), newSchema(s), newVersion(s))
+		newStop(s), newResume(s), newDelete(s), newImport(s), newProfile(s), newExplain(s), newSchema(s), newVersion(s))
 
 	// cobra's own help and completion commands, with examples like the others.
 	root.InitDefaultHelpCmd()

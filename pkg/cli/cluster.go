@@ -27,23 +27,29 @@ type target struct {
 	job      *cluster.Job
 }
 
-// connect renders the settings (the -f files, then the one argument), reads
-// the kubeconfig and places the job in its namespace: the settings'
-// namespace, else -n, else the context's. Settings and -n that name two
-// namespaces are refused, as kubectl refuses an object of another namespace.
-func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what string) (*target, error) {
+// connect reads the settings (the -f files, then the one argument) and the
+// kubeconfig, places the job in its namespace (the settings' namespace,
+// else -n, else the context's), and renders it under the profile: the
+// --profile files, else the cluster's for that namespace. Settings and -n
+// that name two namespaces are refused, as kubectl refuses an object of
+// another namespace.
+func connect(ctx context.Context, s Streams, in *inputFlags, kube *cluster.Flags, args []string, what string) (*target, error) {
 	if len(args) > 1 {
 		return nil, settings.UsageError{Err: fmt.Errorf("%s takes one job: pass one settings file, or merge several with -f, as in: -f base.yaml -f job.yaml", what)}
 	}
 	in.files = append(in.files, args...)
 	in.holdWarnings = true
-	loaded, result, err := in.render(s)
+	loaded, err := in.load(s)
 	if err != nil {
 		return nil, err
 	}
-	ns, _ := result.Values["namespace"].(string)
+	ns, _ := loaded.Values["namespace"].(string)
 	if flag := kube.Namespace(); ns != "" && flag != "" && flag != ns {
 		return nil, settings.UsageError{Err: fmt.Errorf("the settings say namespace: %s, and -n says %s; drop -n, or change namespace in the settings", ns, flag)}
+	}
+	p, err := in.fileProfile()
+	if err != nil {
+		return nil, err
 	}
 	client, err := dial(s, kube)
 	if err != nil {
@@ -51,6 +57,15 @@ func connect(s Streams, in *inputFlags, kube *cluster.Flags, args []string, what
 	}
 	if ns == "" {
 		ns = client.Namespace
+	}
+	if p == nil {
+		if p, err = in.clusterProfile(ctx, s, client, ns); err != nil {
+			return nil, err
+		}
+	}
+	loaded, result, err := in.renderUnder(s, loaded, p)
+	if err != nil {
+		return nil, err
 	}
 	job, err := cluster.NewJob(result.Manifest, ns)
 	if err != nil {
@@ -144,7 +159,7 @@ func (j *jobFlags) find(ctx context.Context, s Streams, args []string) (*cluster
 			j.command, j.command, j.values)}
 	}
 	if settingsGiven {
-		t, err := connect(s, &j.in, &j.kube, nil, j.command)
+		t, err := connect(ctx, s, &j.in, &j.kube, nil, j.command)
 		if err != nil {
 			return nil, cluster.Ref{}, err
 		}
@@ -295,7 +310,7 @@ the cluster cannot be reached.`,
   generator check -f settings.yaml --context prod -n team-a`,
 		Annotations: map[string]string{consequence: "nothing was checked against the cluster"},
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			t, err := connect(s, &in, &kube, args, "check")
+			t, err := connect(cmd.Context(), s, &in, &kube, args, "check")
 			if err != nil {
 				return err
 			}

@@ -15,7 +15,8 @@ import (
 const width = 80
 
 func newExplain(s Streams) *cobra.Command {
-	return &cobra.Command{
+	var profiles []string
+	cmd := &cobra.Command{
 		Use:   "explain [KEY]",
 		Short: "Describe a setting: its meaning, type, default, allowed values and an example",
 		Long: `Explain describes a key of settings.yaml from the settings schema: what it does,
@@ -24,10 +25,15 @@ and its fields when it holds some. Without KEY, it lists the keys by section.
 
 Fields are written with dots, and the fields of list items with [] (or without):
 sshGitCloneConfig.secretName, environmentVariables[].name. A field whose name no
-other key has can be named alone: rdzvBackend for torchrun.rdzvBackend.`,
+other key has can be named alone: rdzvBackend for torchrun.rdzvBackend.
+
+With --profile (a profile file; generator profile get saves your cluster's),
+it also says what the profile sets for the key: its default, its imposed
+value, its rules.`,
 		Example: `  generator explain
   generator explain numGpusPerPod
-  generator explain environmentVariables[].secret`,
+  generator explain environmentVariables[].secret
+  generator explain numGpusPerPod --profile lab.yaml`,
 		Args: cobra.MaximumNArgs(1),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) > 0 {
@@ -56,9 +62,19 @@ other key has can be named alone: rdzvBackend for torchrun.rdzvBackend.`,
 			if err != nil {
 				return err
 			}
-			return explainKey(s.Out, keys, key)
+			var about []string
+			if len(profiles) > 0 {
+				p, err := loadProfile(profiles)
+				if err != nil {
+					return err
+				}
+				about = append([]string{p.Name()}, p.About(key.Path)...)
+			}
+			return explainKey(s.Out, keys, key, about)
 		}),
 	}
+	cmd.Flags().StringArrayVar(&profiles, "profile", nil, "a profile file: say what it sets for the key too; repeat it for one that refines another")
+	return cmd
 }
 
 // find returns the key a user names: by its path, as schema.Keys.Find finds
@@ -131,8 +147,9 @@ func writeField(b *strings.Builder, name string, k schema.Key) {
 	}
 }
 
-// explainKey writes all the schema says about a key.
-func explainKey(w io.Writer, keys schema.Keys, k schema.Key) error {
+// explainKey writes all the schema says about a key, and what a profile
+// says of it: its name, then a line each (none: nothing).
+func explainKey(w io.Writer, keys schema.Keys, k schema.Key, profile []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "KEY:      %s\n", k.Path)
 	fmt.Fprintf(&b, "SECTION:  %s\n", k.Section)
@@ -155,15 +172,14 @@ func explainKey(w io.Writer, keys schema.Keys, k schema.Key) error {
 	}
 	if len(k.Rules) > 0 {
 		b.WriteString("\nRULES:\n")
-		for _, rule := range k.Rules {
-			for i, line := range schema.Wrap(rule, width-4) {
-				prefix := "  - "
-				if i > 0 {
-					prefix = "    "
-				}
-				b.WriteString(prefix + line + "\n")
-			}
+		bullets(&b, k.Rules)
+	}
+	if len(profile) > 0 {
+		fmt.Fprintf(&b, "\nPROFILE (%s):\n", profile[0])
+		if len(profile) == 1 {
+			b.WriteString("  nothing about this key\n")
 		}
+		bullets(&b, profile[1:])
 	}
 	if k.Example != nil {
 		b.WriteString("\nEXAMPLE:\n")
@@ -182,6 +198,19 @@ func explainKey(w io.Writer, keys schema.Keys, k schema.Key) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// bullets writes a list of sentences, each wrapped, after a dash.
+func bullets(b *strings.Builder, items []string) {
+	for _, item := range items {
+		for i, line := range schema.Wrap(item, width-4) {
+			prefix := "  - "
+			if i > 0 {
+				prefix = "    "
+			}
+			b.WriteString(prefix + line + "\n")
+		}
+	}
 }
 
 // paragraph writes a titled, indented and wrapped paragraph.

@@ -10,11 +10,12 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 
 	chartfiles "github.com/torchwrap/generator/chart"
+	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
 )
 
 func newSchema(s Streams) *cobra.Command {
-	var values bool
+	var values, ofProfile bool
 	cmd := &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON schema of settings.yaml",
@@ -25,20 +26,31 @@ settings file (generator init --schema does), or in your editor's settings.
 
 With --values it prints instead the schema of the chart's values, which the
 generator and Helm check once the settings are merged over the chart's defaults
-(the chart's values.schema.json): it requires the keys that have defaults.`,
+(the chart's values.schema.json): it requires the keys that have defaults.
+
+With --profile it prints the schema of a profile file (generator profile), for
+editors too: name it in a profile's first line as
+# yaml-language-server: $schema=profile.schema.json`,
 		Example: `  generator schema > settings.schema.json
-  generator schema --values > values.schema.json`,
+  generator schema --values > values.schema.json
+  generator schema --profile > profile.schema.json`,
 		Args: cobra.NoArgs,
 		RunE: run(func(*cobra.Command, []string) error {
 			doc := schema.EditorJSON
-			if values {
+			switch {
+			case values && ofProfile:
+				return settings.UsageError{Err: errors.New("--values and --profile name two schemas; print one at a time")}
+			case values:
 				doc = schema.JSON
+			case ofProfile:
+				doc = schema.ProfileJSON
 			}
 			_, err := s.Out.Write(doc)
 			return err
 		}),
 	}
 	cmd.Flags().BoolVar(&values, "values", false, "print the schema of the chart's values, checked after the defaults are merged")
+	cmd.Flags().BoolVar(&ofProfile, "profile", false, "print the schema of a profile file")
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,11 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	chartfiles "github.com/torchwrap/generator/chart"
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/profile"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
 )
@@ -58,6 +61,8 @@ func writeSchemaBeside(path string) error {
 
 func newInit(s Streams) *cobra.Command {
 	var kind, schemaRef string
+	var profiles []string
+	var kube cluster.Flags
 	cmd := &cobra.Command{
 		Use:   "init [--kind KIND] [FILE]",
 		Short: "Write a commented starter settings.yaml",
@@ -71,13 +76,22 @@ schema (what generator schema prints) beside FILE, as generator-VERSION.schema.j
 unless the same file is there already. --schema names another schema instead and
 writes none: a path or URL, or online for the copy published with this version.
 
+Init starts from your cluster's profile (generator profile), when your
+kubeconfig reaches a cluster that has one: the keys the profile gives values
+are written as comments with those values, and what it says of a key (its
+default, its imposed value, its rules) is said above it. It says which
+profile it started from, or why none. --profile FILE starts from a profile
+file instead, without asking the cluster.
+
 Init creates the folder of FILE if need be, and never overwrites a file: choose
 another name, or remove the old file first.`,
 		Example: `  generator init
   generator init --kind PyTorchTrainingJob training/settings.yaml
-  generator init --schema online`,
+  generator init --schema online
+  generator init -n team-a --context lab-a
+  generator init --profile lab.yaml`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: run(func(_ *cobra.Command, args []string) error {
+		RunE: run(func(cmd *cobra.Command, args []string) error {
 			sch, err := schema.Model()
 			if err != nil {
 				return err
@@ -111,7 +125,11 @@ another name, or remove the old file first.`,
 			case schemaRef == "online":
 				schemaRef = schemaURL(m.Version)
 			}
-			text, err := starter(sch, kind, schemaRef, name)
+			p, err := initProfile(cmd.Context(), s, profiles, &kube)
+			if err != nil {
+				return err
+			}
+			text, err := starter(sch, kind, schemaRef, name, p)
 			if err != nil {
 				return err
 			}
@@ -146,6 +164,8 @@ another name, or remove the old file first.`,
 	}
 	cmd.Flags().StringVar(&kind, "kind", "PyTorchJob", "job kind: PyTorchJob, PyTorchTrainingJob or DeepSpeedJob")
 	cmd.Flags().StringVar(&schemaRef, "schema", "", "path or URL of the schema the modeline names, or online for this version's published copy; none is written (default: the schema, written beside FILE)")
+	cmd.Flags().StringArrayVar(&profiles, "profile", nil, "start from this profile file, not the cluster's; repeat it for one that refines another")
+	kube.Register(cmd.Flags())
 	cmd.RegisterFlagCompletionFunc("kind", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		sch, err := schema.Model()
 		if err != nil {
@@ -154,6 +174,56 @@ another name, or remove the old file first.`,
 		return kinds(sch), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
+}
+
+// initTimeout bounds the questions init asks the cluster: a starter is not
+// worth a long wait for a cluster that does not answer.
+const initTimeout = 5 * time.Second
+
+// initProfile is the profile a starter starts from: the files given, else
+// the cluster's for the namespace of -n (or the context's) when the
+// kubeconfig reaches one. It says which, or why none, on standard error.
+func initProfile(ctx context.Context, s Streams, files []string, kube *cluster.Flags) (*profile.Profile, error) {
+	var p *profile.Profile
+	var err error
+	if len(files) > 0 {
+		p, err = loadProfile(files)
+	} else {
+		p, err = reachProfile(ctx, s, kube)
+	}
+	if p != nil {
+		fmt.Fprintf(s.Err, "profile: %s; the starter gives its values, in comments\n", p.Name())
+	}
+	return p, err
+}
+
+// reachProfile reads the cluster's profile for init: none, said, when the
+// kubeconfig reaches no cluster or the cluster has none.
+func reachProfile(ctx context.Context, s Streams, kube *cluster.Flags) (*profile.Profile, error) {
+	ctx, cancel := context.WithTimeout(ctx, initTimeout)
+	defer cancel()
+	client, err := dial(quiet, kube)
+	var in inputFlags
+	var p *profile.Profile
+	if err == nil {
+		p, err = in.clusterProfile(ctx, s, client, client.Namespace)
+	}
+	var invalid profile.Invalid
+	var usage settings.UsageError
+	switch {
+	case errors.As(err, &invalid), errors.As(err, &usage):
+		return nil, err
+	case err != nil:
+		fmt.Fprintf(s.Err, "profile: none read, the starter has the chart's defaults: %v\n", err)
+	case p == nil && !in.profileSaid:
+		fmt.Fprintf(s.Err, "profile: none on the cluster at %s for namespace %s; the starter has the chart's defaults\n", client.Server, client.Namespace)
+	}
+	if p != nil {
+		if problems := p.Problems(); len(problems) > 0 {
+			return nil, profile.Invalid{Problems: problems}
+		}
+	}
+	return p, nil
 }
 
 // createFile writes a new file; an existing one is left alone and refused.

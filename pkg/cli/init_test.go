@@ -18,13 +18,14 @@ import (
 // holds them for review (and for the fidelity checks and make e2e, which treat
 // them as examples). A TrainJob's is rendered bare: AppWrapper cannot wrap it.
 func TestInitWritesAStarterThatRenders(t *testing.T) {
+	none := withoutKubeconfig(t)
 	for kind, object := range map[string]string{"PyTorchJob": "AppWrapper", "JobSet": "AppWrapper", "TrainJob": "TrainJob", "PyTorchTrainingJob": "AppWrapper", "DeepSpeedJob": "AppWrapper"} {
 		t.Run(kind, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "settings.yaml")
 			out, errOut, code := generator(t, nil, "init", "--kind", kind, file)
 			require.Equal(t, cli.ExitOK, code, errOut)
 			require.Empty(t, out)
-			require.Equal(t, "wrote "+file+", a "+kind+", and beside it generator-0.1.0.schema.json, the schema its first line names for editors; render it with: generator render -f "+file+"\n", errOut)
+			require.Equal(t, none+"wrote "+file+", a "+kind+", and beside it generator-0.1.0.schema.json, the schema its first line names for editors; render it with: generator render -f "+file+"\n", errOut)
 			starter := readFile(t, file)
 			require.True(t, strings.HasPrefix(starter, "# yaml-language-server: $schema=generator-0.1.0.schema.json\n"), starter)
 			require.Equal(t, string(schema.EditorJSON), readFile(t, filepath.Join(filepath.Dir(file), "generator-0.1.0.schema.json")))
@@ -35,7 +36,7 @@ func TestInitWritesAStarterThatRenders(t *testing.T) {
 
 			stdout, errOut, code := generator(t, nil, "init", "--kind", kind, "-")
 			require.Equal(t, cli.ExitOK, code, errOut)
-			require.Equal(t, "its modeline names generator-0.1.0.schema.json: write it beside the file with generator schema > generator-0.1.0.schema.json\n", errOut)
+			require.Equal(t, none+"its modeline names generator-0.1.0.schema.json: write it beside the file with generator schema > generator-0.1.0.schema.json\n", errOut)
 			require.Equal(t, strings.ReplaceAll(starter, file, "settings.yaml"), stdout)
 			cases.Check(t, cases.Path(t, "testdata", "init", kind+".settings.yaml"), []byte(stdout))
 		})
@@ -51,11 +52,12 @@ func TestInitModelineNamesThePublishedEditorSchema(t *testing.T) {
 	require.True(t, ok, "the module is not on GitHub")
 	const file = "schema/editor.schema.json"
 	want := "# yaml-language-server: $schema=https://raw.githubusercontent.com/" + repo + "/v" + chartVersion(t) + "/" + file
+	none := withoutKubeconfig(t)
 	require.Equal(t, string(schema.EditorJSON), readFile(t, cases.Path(t, filepath.FromSlash(file))))
 	for _, kind := range []string{"PyTorchJob", "JobSet", "TrainJob", "PyTorchTrainingJob", "DeepSpeedJob"} {
 		out, errOut, code := generator(t, nil, "init", "--kind", kind, "--schema", "online", "-")
 		require.Equal(t, cli.ExitOK, code, errOut)
-		require.Empty(t, errOut)
+		require.Equal(t, none, errOut)
 		modeline, _, _ := strings.Cut(out, "\n")
 		require.Equal(t, want, modeline)
 	}
@@ -73,18 +75,28 @@ func modulePath(t *testing.T) string {
 	return ""
 }
 
+// withoutKubeconfig leaves init no kubeconfig, whatever this machine has,
+// and gives the line in which it says so.
+func withoutKubeconfig(t *testing.T) string {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBECONFIG", "")
+	return "profile: none read, the starter has the chart's defaults: no cluster to talk to: no kubeconfig was found (KUBECONFIG, ~/.kube/config); pass --kubeconfig FILE, or set KUBECONFIG\n"
+}
+
 func TestInitNeverOverwrites(t *testing.T) {
+	none := withoutKubeconfig(t)
 	file := writeFile(t, "settings.yaml", "precious\n")
 	out, errOut, code := generator(t, nil, "init", file)
 	require.Equal(t, cli.ExitInvalid, code)
 	require.Empty(t, out)
-	require.Equal(t, "Error: "+file+" exists already, and init does not overwrite files; name another file, or remove it first\n", errOut)
+	require.Equal(t, none+"Error: "+file+" exists already, and init does not overwrite files; name another file, or remove it first\n", errOut)
 	require.Equal(t, "precious\n", readFile(t, file))
 }
 
 // A second settings file in a folder shares the schema init wrote there; a
 // different file of that name is left as it is, and so init writes nothing.
 func TestInitKeepsTheSchemaBeside(t *testing.T) {
+	none := withoutKubeconfig(t)
 	dir := t.TempDir()
 	_, errOut, code := generator(t, nil, "init", filepath.Join(dir, "a.yaml"))
 	require.Equal(t, cli.ExitOK, code, errOut)
@@ -98,7 +110,7 @@ func TestInitKeepsTheSchemaBeside(t *testing.T) {
 	out, errOut, code := generator(t, nil, "init", filepath.Join(dir, "settings.yaml"))
 	require.Equal(t, cli.ExitInvalid, code)
 	require.Empty(t, out)
-	require.Equal(t, "Error: "+own+" exists already and is not this version's schema, and init does not overwrite files; remove it, or name it with --schema generator-0.1.0.schema.json to keep it\n", errOut)
+	require.Equal(t, none+"Error: "+own+" exists already and is not this version's schema, and init does not overwrite files; remove it, or name it with --schema generator-0.1.0.schema.json to keep it\n", errOut)
 	require.Equal(t, "{}\n", readFile(t, own))
 	require.NoFileExists(t, filepath.Join(dir, "settings.yaml"))
 
@@ -130,6 +142,7 @@ func TestInitSchemaAndKindFlags(t *testing.T) {
 // init creates the folders of FILE when missing, and says why when it
 // cannot write FILE, without the name of any file of its own.
 func TestInitIntoAMissingFolder(t *testing.T) {
+	none := withoutKubeconfig(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "jobs", "first", "settings.yaml")
 	_, errOut, code := generator(t, nil, "init", file)
@@ -140,5 +153,5 @@ func TestInitIntoAMissingFolder(t *testing.T) {
 	out, errOut, code := generator(t, nil, "init", file)
 	require.Equal(t, cli.ExitInvalid, code)
 	require.Empty(t, out)
-	require.Equal(t, "Error: cannot write "+file+": not a directory\n", errOut)
+	require.Equal(t, none+"Error: cannot write "+file+": not a directory\n", errOut)
 }

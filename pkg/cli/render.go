@@ -16,6 +16,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/profile"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
@@ -25,10 +26,15 @@ import (
 // render and validate.
 type inputFlags struct {
 	files, sets, setStrings []string
-	strict                  bool
+	// profiles are the --profile files, each refining the ones before.
+	profiles []string
+	strict   bool
 	// holdWarnings leaves the warnings of a render to the caller, which
 	// writes them with findings of its own (check).
 	holdWarnings bool
+	// profileSaid: the command said which profile it applied, which it
+	// says once however often it renders.
+	profileSaid bool
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) { f.registerAs(cmd, "f") }
@@ -40,6 +46,7 @@ func (f *inputFlags) registerAs(cmd *cobra.Command, shorthand string) {
 	flags.StringArrayVarP(&f.files, "values", shorthand, nil, "settings file; repeat to merge several, left to right; - reads standard input")
 	flags.StringArrayVar(&f.sets, "set", nil, "set settings, as helm does: key=value, a.b=value, list[0]=value, list={a,b}, several separated by commas (\\, for a comma in a value); applied after the files")
 	flags.StringArrayVar(&f.setStrings, "set-string", nil, "like --set, but the value is always a string")
+	flags.StringArrayVar(&f.profiles, "profile", nil, "a profile file (docs/profile.md): its defaults under the settings, its imposed values and rules over them; repeat it for one that refines another")
 	flags.BoolVar(&f.strict, "strict", false, "treat warnings as errors: render nothing when there is one")
 	cmd.RegisterFlagCompletionFunc("set", completeSet)
 	cmd.RegisterFlagCompletionFunc("set-string", completeSet)
@@ -70,19 +77,46 @@ func completeSet(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Compl
 	return keys, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
 }
 
-// render loads, validates and renders the settings, and writes the warnings
-// to standard error; with --strict a warning fails the command. It gives the
-// settings as loaded too, to place later findings in them.
+// render loads, validates and renders the settings, under the --profile
+// files if any, and writes the warnings to standard error; with --strict a
+// warning fails the command. It gives the settings as loaded too (under the
+// profile), to place later findings in them.
 func (f *inputFlags) render(s Streams) (*settings.Input, *render.Result, error) {
-	if len(f.files) == 0 && len(f.sets) == 0 && len(f.setStrings) == 0 {
-		return nil, nil, settings.UsageError{Err: errors.New("no settings given; pass a settings file with -f settings.yaml")}
-	}
-	render.Prepare()
-	in, err := settings.Load(settings.Options{Files: f.files, Sets: f.sets, SetStrings: f.setStrings, Stdin: s.In})
+	in, err := f.load(s)
 	if err != nil {
 		return nil, nil, err
 	}
-	result, err := render.Render(in)
+	p, err := f.fileProfile()
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.renderUnder(s, in, p)
+}
+
+// load reads and merges the settings, and starts compiling the validator
+// for the render to come.
+func (f *inputFlags) load(s Streams) (*settings.Input, error) {
+	if len(f.files) == 0 && len(f.sets) == 0 && len(f.setStrings) == 0 {
+		return nil, settings.UsageError{Err: errors.New("no settings given; pass a settings file with -f settings.yaml")}
+	}
+	render.Prepare()
+	return settings.Load(settings.Options{Files: f.files, Sets: f.sets, SetStrings: f.setStrings, Stdin: s.In})
+}
+
+// renderUnder renders the settings under a profile (nil for none), and says
+// which profile it applied, once.
+func (f *inputFlags) renderUnder(s Streams, in *settings.Input, p *profile.Profile) (*settings.Input, *render.Result, error) {
+	if p != nil {
+		var err error
+		if in, err = p.Apply(in); err != nil {
+			return nil, nil, err
+		}
+		if !f.profileSaid {
+			fmt.Fprintf(s.Err, "profile: %s\n", p.Name())
+			f.profileSaid = true
+		}
+	}
+	result, err := render.Render(in, p)
 	if err != nil {
 		return nil, nil, err
 	}

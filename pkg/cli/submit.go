@@ -57,7 +57,7 @@ cluster cannot be reached, 130 when Ctrl-C stopped following.`,
 			if timeout < 0 || (timeout > 0 && !wait) {
 				return settings.UsageError{Err: errors.New("--timeout is how long --wait follows the job (0: as long as it takes); add --wait, or drop --timeout")}
 			}
-			t, err := connect(s, &in, &kube, args, "submit")
+			t, err := connect(cmd.Context(), s, &in, &kube, args, "submit")
 			if err != nil {
 				return err
 			}

@@ -21,7 +21,7 @@ func BenchmarkRender(b *testing.B) {
 		b.Run(filepath.Base(file), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := render.Render(in); err != nil {
+				if _, err := render.Render(in, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -39,7 +39,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := render.Render(in); err != nil {
+		if _, err := render.Render(in, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -71,7 +71,7 @@ func BenchmarkRenderAll(b *testing.B) {
 	b.Run("one engine call", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			for _, o := range render.RenderAll(ins) {
+			for _, o := range render.RenderAll(ins, nil) {
 				if o.Err != nil {
 					b.Fatal(o.Err)
 				}
@@ -82,7 +82,7 @@ func BenchmarkRenderAll(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, in := range ins {
-				if _, err := render.Render(in); err != nil {
+				if _, err := render.Render(in, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

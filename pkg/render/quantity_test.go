@@ -43,7 +43,7 @@ func TestLimitBelowRequestAgreesWithKubernetes(t *testing.T) {
 		}
 	}
 	// All in one call of the engine: RenderAll gives each what Render gives it.
-	for i, outcome := range render.RenderAll(ins) {
+	for i, outcome := range render.RenderAll(ins, nil) {
 		p := pairs[i]
 		limit, request := quantity(t, p.limit), quantity(t, p.request)
 		if limit.Cmp(request) < 0 {

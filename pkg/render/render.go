@@ -17,6 +17,7 @@ import (
 
 	chartfiles "github.com/torchwrap/generator/chart"
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/profile"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/pkg/validate"
 	"github.com/torchwrap/generator/pkg/warnings"
@@ -43,8 +44,11 @@ func Prepare() {
 
 // Render applies the chart's defaults to the user's settings, validates them
 // and renders the chart. Invalid settings give a diag.List, placed in
-// the user's files.
-func Render(in *settings.Input) (*Result, error) {
+// the user's files. With a profile (nil for none), whose values the settings
+// were put over (Profile.Apply), the settings must also keep its imposed
+// values and rules; a profile with problems of its own is a profile.Invalid,
+// and nothing is rendered under it.
+func Render(in *settings.Input, p *profile.Profile) (*Result, error) {
 	// The validator is compiled once per process, and that takes about as long
 	// as a render: it is compiled on another CPU (from Prepare, or from now)
 	// while the chart loads, and checks the values there while the chart
@@ -69,7 +73,10 @@ func Render(in *settings.Input) (*Result, error) {
 	go func() {
 		v := <-compiling
 		if v.err == nil {
-			v.issues = v.validator.Validate(values)
+			v.err = profileProblems(p)
+		}
+		if v.err == nil {
+			v.issues = v.check(values, p)
 		}
 		checking <- v
 	}()
@@ -92,6 +99,37 @@ type checked struct {
 	validator *validate.Validator
 	issues    []diag.Diagnostic
 	err       error
+}
+
+// check validates values, then checks them against the profile, if any: a
+// key the schema refuses is not checked against the profile too.
+func (c checked) check(values map[string]any, p *profile.Profile) []diag.Diagnostic {
+	issues := c.validator.Validate(values)
+	if p == nil {
+		return issues
+	}
+	refused := map[string]bool{}
+	for _, is := range issues {
+		refused[is.Path.String()] = true
+	}
+	for _, is := range p.Check(values) {
+		if !refused[is.Path.String()] {
+			issues = append(issues, is)
+		}
+	}
+	return issues
+}
+
+// profileProblems is the profile's own problems as an error, or nil when it
+// has none (or there is no profile).
+func profileProblems(p *profile.Profile) error {
+	if p == nil {
+		return nil
+	}
+	if problems := p.Problems(); len(problems) > 0 {
+		return profile.Invalid{Problems: problems}
+	}
+	return nil
 }
 
 // renderValues applies the chart's defaults to the user's settings as helm
@@ -216,9 +254,10 @@ func renderEach(c *chart.Chart, values []chartutil.Values) ([]string, error) {
 
 // RenderAll renders many settings inputs, giving for each what Render gives,
 // in one call of Helm's engine: the chart's templates are parsed once for
-// all, instead of once per input. Inputs the schema refuses are left out of
-// that call; those the chart's checks refuse get their problems from it.
-func RenderAll(ins []*settings.Input) []Outcome {
+// all, instead of once per input. Inputs the schema (or the profile) refuses
+// are left out of that call; those the chart's checks refuse get their
+// problems from it.
+func RenderAll(ins []*settings.Input, p *profile.Profile) []Outcome {
 	outcomes := make([]Outcome, len(ins))
 	fail := func(err error) []Outcome {
 		for i := range outcomes {
@@ -231,6 +270,9 @@ func RenderAll(ins []*settings.Input) []Outcome {
 		return fail(err)
 	}
 	validator, err := validate.Default()
+	if err == nil {
+		err = profileProblems(p)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -243,7 +285,7 @@ func RenderAll(ins []*settings.Input) []Outcome {
 			continue
 		}
 		values[i] = top["Values"].(chartutil.Values)
-		if issues := validator.Validate(values[i]); len(issues) > 0 {
+		if issues := (checked{validator: validator}).check(values[i], p); len(issues) > 0 {
 			outcomes[i].Err = in.Locate(issues)
 			continue
 		}

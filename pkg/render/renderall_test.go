@@ -27,11 +27,11 @@ func TestRenderAllIsRenderForEach(t *testing.T) {
 		ins = append(ins, in)
 		names = append(names, file)
 	}
-	outcomes := render.RenderAll(ins)
+	outcomes := render.RenderAll(ins, nil)
 	require.Len(t, outcomes, len(ins))
 	var refusedByChart, rendered int
 	for i, in := range ins {
-		want, wantErr := render.Render(in)
+		want, wantErr := render.Render(in, nil)
 		got := outcomes[i]
 		if wantErr != nil {
 			require.EqualError(t, got.Err, wantErr.Error(), names[i])
