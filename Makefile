@@ -42,9 +42,10 @@ integration:
 	cd $(HARNESS) && $(GO) test -timeout 30m ./...
 
 ## e2e: every example against a real kube-apiserver on 127.0.0.1, built from Go
-## modules (the first run builds etcd, kube-apiserver and kubectl: minutes)
+## modules (the first run builds etcd, kube-apiserver and kubectl: minutes);
+## and the ValidatingAdmissionPolicies of the profiles of testdata/profile there
 e2e:
-	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 60m -v -run '^TestExamplesOnARealAPIServer$$' ./e2e/
+	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 60m -v -run '^(TestExamplesOnARealAPIServer|TestProfilePolicyOnARealAPIServer)$$' ./e2e/
 
 ## e2e-local: generator run --local on this machine's PyTorch (Debian's, gloo
 ## on CPU): the process nodes' job of each kind that runs here, a failing rank,

@@ -26,6 +26,9 @@ type field struct {
 	// presence: the setting is unset exactly where the value is absent,
 	// so that a rule that requires it can be checked on the objects.
 	presence bool
+	// podSpec: the value is a field of a pod's spec, read where a
+	// replica's spec is a whole pod's (not a TrainJob's trainer).
+	podSpec bool
 }
 
 // fields are the settings whose rules the API server checks.
@@ -34,8 +37,8 @@ var fields = map[string]field{
 	"queueName":              {name: "queueName", scope: top, value: "ROOT.?metadata.?labels[?'kueue.x-k8s.io/queue-name']", presence: true},
 	"workloadPriorityClass":  {name: "workloadPriorityClass", scope: top, value: "ROOT.?metadata.?labels[?'kueue.x-k8s.io/priority-class']", presence: true},
 	"numPods":                {name: "numPods", scope: job, value: "optional.of(jg.map(g, g.map(r, int(r.pods)).sum()).sum())"},
-	"priority":               {name: "priority", scope: pod, value: "r.spec.?priorityClassName", presence: true},
-	"serviceAccountName":     {name: "serviceAccountName", scope: pod, value: "r.spec.?serviceAccountName", presence: true},
+	"priority":               {name: "priority", scope: pod, value: "r.spec.?priorityClassName", presence: true, podSpec: true},
+	"serviceAccountName":     {name: "serviceAccountName", scope: pod, value: "r.spec.?serviceAccountName", presence: true, podSpec: true},
 	"numGpusPerPod":          {name: "numGpusPerPod", scope: pod, value: "r.spec.?containers.orValue([]).exists(c, " + gpusAsked + ") ? optional.of(r.spec.?containers.orValue([]).map(c, " + gpusOf + ").sum()) : optional.none()"},
 	"containerImage":         {name: "containerImage", scope: container, value: "c.?image"},
 	"initContainers[].image": {name: "initContainerImage", scope: initContainer, value: "c.?image"},
@@ -44,7 +47,7 @@ var fields = map[string]field{
 // A container's GPUs: its limit, else its request, a quantity.
 const (
 	gpusAsked = "c.?resources.?limits[?'nvidia.com/gpu'].hasValue() || c.?resources.?requests[?'nvidia.com/gpu'].hasValue()"
-	gpusOf    = "quantity(string(c.?resources.?limits[?'nvidia.com/gpu'].orValue(c.?resources.?requests[?'nvidia.com/gpu'].orValue(0)))).asInteger()"
+	gpusOf    = "quantity(string(c.?resources.?limits[?'nvidia.com/gpu'].orValue(c.?resources.?requests[?'nvidia.com/gpu'].orValue(dyn(0))))).asInteger()"
 )
 
 // scope is a level of the objects, each inside the one before: the object
@@ -74,7 +77,7 @@ var baseVariables = []Variable{
 
 // jobsOf is the CEL of the jobs of an object.
 func jobsOf(root string) string {
-	return fmt.Sprintf("%[1]s.kind == 'AppWrapper' ? %[1]s.?spec.?components.orValue([]).map(w, w.?template.orValue({})) : [dyn(%[1]s)]", root)
+	return fmt.Sprintf("(%[1]s.kind == 'AppWrapper' ? %[1]s.?spec.?components.orValue([]).map(w, w.?template.orValue({})) : [dyn(%[1]s)])", root)
 }
 
 // groups are the pod templates of job j, by kind, as lists of replicas,
@@ -234,9 +237,6 @@ func (f field) values(old bool) string {
 	}
 	v := "(" + strings.ReplaceAll(f.value, "ROOT", root) + ")"
 	leaf := fmt.Sprintf("(%s.hasValue() ? [dyn(%s.value())] : [])", v, v)
-	// A pod template is a replica whose spec is a pod's (not a TrainJob's
-	// trainer, which is one container of them).
-	podTemplates := pods + ".map(jg, jg.map(g, g.filter(r, r.pod).map(r, %s)))"
 	switch f.scope {
 	case top:
 		if old {
@@ -246,7 +246,11 @@ func (f field) values(old bool) string {
 	case job:
 		return fmt.Sprintf("%s.map(jg, %s)", pods, leaf)
 	case pod:
-		return fmt.Sprintf(podTemplates, leaf)
+		replicas := "g"
+		if f.podSpec {
+			replicas = "g.filter(r, r.pod)"
+		}
+		return fmt.Sprintf("%s.map(jg, jg.map(g, %s.map(r, %s)))", pods, replicas, leaf)
 	}
 	list := map[scope]string{container: "containers", initContainer: "initContainers"}[f.scope]
 	return fmt.Sprintf("%s.map(jg, jg.map(g, g.map(r, r.spec.?%s.orValue([]).map(c, %s))))", pods, list, leaf)

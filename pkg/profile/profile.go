@@ -202,9 +202,8 @@ func readPart(src Source, meta *validate.Validator, keys schema.Keys) (*part, di
 			issues = append(issues, diag.Diagnostic{Path: append(at, "key"), Message: issue})
 			continue
 		}
-		node := nodeAt(root, append(at, "value"))
 		pt.imposed = append(pt.imposed, &imposed{path: path, value: fields["value"], message: fields["message"].(string),
-			key: nodeAt(root, append(at, "key")), node: node, at: fmt.Sprintf("%s:%d", src.Name, node.Line)})
+			key: nodeAt(root, append(at, "key")), node: nodeAt(root, append(at, "value")), at: fmt.Sprintf("%s:%d", src.Name, nodeAt(root, at).Line)})
 	}
 	for i, item := range items {
 		for _, other := range items[:i] {
@@ -315,9 +314,14 @@ func (p *Profile) Layers() []settings.Layer {
 	return layers
 }
 
-// Apply puts the profile's values under the user's settings.
+// Apply puts the profile's values under the user's settings: its defaults
+// as defaults, which a user may remove with a null.
 func (p *Profile) Apply(in *settings.Input) (*settings.Input, error) {
-	return in.Over(p.Layers())
+	layers := p.Layers()
+	for i := range layers[:len(p.defaultLayers())] {
+		layers[i].Defaults = true
+	}
+	return in.Over(layers)
 }
 
 // Values are the profile's values as one map, as the layers merge them: the

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -278,14 +279,15 @@ func (p *Profile) Check(values map[string]any) []diag.Diagnostic {
 	var issues []diag.Diagnostic
 	for _, im := range p.imposed {
 		got, _ := valueAt(values, im.path)
+		path, got, want, ok := differs(im.path, got, im.value)
 		switch {
-		case within(got, im.value):
+		case !ok:
 		case got == nil:
-			issues = append(issues, diag.Diagnostic{Path: im.path,
-				Message: fmt.Sprintf("an empty value removes %s, which the profile imposes (%s): %s; remove the line, the profile sets it", show(im.value), im.at, im.message)})
+			issues = append(issues, diag.Diagnostic{Path: path,
+				Message: fmt.Sprintf("an empty value removes %s, which the profile imposes (%s): %s; remove the line, the profile sets it", show(want), im.at, im.message)})
 		default:
-			issues = append(issues, diag.Diagnostic{Path: im.path,
-				Message: fmt.Sprintf("%s goes against the profile, which imposes %s (%s): %s; remove the line, the profile sets it", show(got), show(im.value), im.at, im.message)})
+			issues = append(issues, diag.Diagnostic{Path: path,
+				Message: fmt.Sprintf("%s goes against the profile, which imposes %s (%s): %s; remove the line, the profile sets it", show(got), show(want), im.at, im.message)})
 		}
 	}
 	for _, r := range p.rules {
@@ -294,22 +296,20 @@ func (p *Profile) Check(values map[string]any) []diag.Diagnostic {
 	return issues
 }
 
-// within tells whether got holds the imposed value want: the same value, or
-// for a mapping, every entry of want with the same value (a user may add
-// entries to an imposed nodeSelector, not change its own).
-func within(got, want any) bool {
-	wantMap, ok := want.(map[string]any)
-	if !ok {
-		return same(got, want)
+// differs finds where got, at path, does not hold the imposed value want:
+// a value other than want, or for a mapping, an entry of want with another
+// value (a user may add entries to an imposed nodeSelector, not change its
+// own). It gives that place, the values there, and whether there is one.
+func differs(path diag.Path, got, want any) (diag.Path, any, any, bool) {
+	wantMap, isMap := want.(map[string]any)
+	gotMap, gotIsMap := got.(map[string]any)
+	if !isMap || !gotIsMap {
+		return path, got, want, !same(got, want)
 	}
-	gotMap, ok := got.(map[string]any)
-	if !ok {
-		return false
-	}
-	for k, v := range wantMap {
-		if !within(gotMap[k], v) {
-			return false
+	for _, k := range slices.Sorted(maps.Keys(wantMap)) {
+		if at, g, w, ok := differs(append(path[:len(path):len(path)], k), gotMap[k], wantMap[k]); ok {
+			return at, g, w, true
 		}
 	}
-	return true
+	return nil, nil, nil, false
 }

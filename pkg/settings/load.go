@@ -59,8 +59,9 @@ type source struct {
 	// values are what the source sets: a file's or layer's values, or
 	// what one --set argument sets alone.
 	values map[string]any
-	// layer marks a Layer, which no missing key is placed in.
-	layer bool
+	// layer marks a Layer, which no missing key is placed in; defaults, a
+	// Layer of defaults.
+	layer, defaults bool
 	// set is the argument of --set or --set-string, and into how that
 	// flag applies it to the values merged before it.
 	set  setFlag
@@ -82,6 +83,9 @@ type Layer struct {
 	Name   string // how messages name its source: a file, or a ConfigMap
 	Node   *yaml.Node
 	Values map[string]any
+	// Defaults: its values are defaults, which a user may remove with a
+	// null; a diagnostic placed in it says how.
+	Defaults bool
 }
 
 // Load reads and merges the settings. Unreadable files and malformed --set
@@ -133,7 +137,7 @@ func Load(opts Options) (*Input, error) {
 func (in *Input) Over(layers []Layer) (*Input, error) {
 	over := &Input{}
 	for _, l := range layers {
-		over.sources = append(over.sources, source{name: l.Name, doc: l.Node, values: l.Values, layer: true})
+		over.sources = append(over.sources, source{name: l.Name, doc: l.Node, values: l.Values, layer: true, defaults: l.Defaults})
 	}
 	for _, s := range in.sources {
 		if !s.layer {

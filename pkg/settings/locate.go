@@ -75,6 +75,9 @@ func (in *Input) locate(d diag.Diagnostic) diag.Diagnostic {
 				at = key
 			}
 			d.Source, d.Line, d.Column = s.name, at.Line, at.Column
+			if s.defaults && depth == len(d.Path) {
+				d.Message += fmt.Sprintf("; it is a default of %s: set %s to null in your settings to do without it", s.name, d.Path)
+			}
 			return d
 		}
 	}
