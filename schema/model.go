@@ -35,13 +35,16 @@ type Schema struct {
 	// AdditionalProperties is the schema of the values of a map, or nil.
 	AdditionalProperties *Schema `json:"-"`
 	// PropertyNames is the schema of the keys of a map, or nil.
-	PropertyNames *Schema            `json:"propertyNames"`
-	AnyOf         []*Schema          `json:"anyOf"`
-	OneOf         []*Schema          `json:"oneOf"`
-	AllOf         []*Schema          `json:"allOf"`
-	Not           *Schema            `json:"not"`
-	Then          *Schema            `json:"then"`
-	Definitions   map[string]*Schema `json:"definitions"`
+	PropertyNames *Schema   `json:"propertyNames"`
+	AnyOf         []*Schema `json:"anyOf"`
+	OneOf         []*Schema `json:"oneOf"`
+	AllOf         []*Schema `json:"allOf"`
+	Not           *Schema   `json:"not"`
+	// KeysHint, at the root, says how a user finds the keys of a document
+	// of this schema, where an unknown key is not a typo of one.
+	KeysHint    string             `json:"x-keys-hint"`
+	Then        *Schema            `json:"then"`
+	Definitions map[string]*Schema `json:"definitions"`
 
 	// root is the document, to resolve $ref against.
 	root *Schema

@@ -94,7 +94,7 @@ func fits(s map[string]any, path diag.Path, k schema.Key, types []string) []diag
 		switch {
 		case kw.types != nil && !slices.ContainsFunc(kw.types, func(t string) bool { return slices.Contains(types, t) }):
 			issues = append(issues, diag.Diagnostic{Path: at, AtKey: true,
-				Message: fmt.Sprintf("applies to %s, and %s is %s: the rule could never fail; use a keyword for %s", typeWords(kw.types), k.Path, article(k.Type), k.Type)})
+				Message: fmt.Sprintf("applies to %s, and %s is %s, so that the rule would never apply; use one of %s", typeWords(kw.types), k.Path, article(k.Type), keywordsFor(types))})
 		case kw.name == "const":
 			issues = append(issues, fitsType(value, at, k, types)...)
 		case kw.name == "enum":
@@ -110,6 +110,17 @@ func fits(s map[string]any, path diag.Path, k schema.Key, types []string) []diag
 		}
 	}
 	return issues
+}
+
+// keywordsFor lists the keywords of a rule that apply to values of types.
+func keywordsFor(types []string) string {
+	var names []string
+	for _, kw := range keywords {
+		if kw.types == nil || slices.ContainsFunc(kw.types, func(t string) bool { return slices.Contains(types, t) }) {
+			names = append(names, kw.name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // fitsType checks a value of const or enum against the types of its key.

@@ -5,6 +5,7 @@ package validate
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -159,7 +160,7 @@ type schemaError struct {
 // Validate returns every issue with values, the settings after the chart's
 // defaults were applied (as Helm validates them). None means valid.
 func (v *Validator) Validate(values map[string]any) []diag.Diagnostic {
-	return v.validate(values, v.rules)
+	return v.validate(values, v.rules, false)
 }
 
 // Keys returns the issues of values with each key on its own: its type, its
@@ -167,13 +168,13 @@ func (v *Validator) Validate(values map[string]any) []diag.Diagnostic {
 // of the schema's root allOf, which tie keys together. It checks a part of
 // settings, such as a profile's defaults.
 func (v *Validator) Keys(values map[string]any) []diag.Diagnostic {
-	return v.validate(values, nil)
+	return v.validate(values, nil, true)
 }
 
 // validate checks values against the schema without its root allOf, and
-// against each of rules; without rules, the values are a part of settings,
-// which need not hold every key.
-func (v *Validator) validate(values map[string]any, ruleSchemas []*gojsonschema.Schema) []diag.Diagnostic {
+// against each of rules; part: the values are a part of settings, which
+// need not hold every key.
+func (v *Validator) validate(values map[string]any, ruleSchemas []*gojsonschema.Schema, part bool) []diag.Diagnostic {
 	// Decode the values once, as gojsonschema's loaders do, for every part of
 	// the schema.
 	loader, err := documentLoader(values)
@@ -200,7 +201,7 @@ func (v *Validator) validate(values map[string]any, ruleSchemas []*gojsonschema.
 	if err != nil {
 		return append(issues, diag.Diagnostic{Message: "cannot explain the problems: " + err.Error()})
 	}
-	return append(issues, x.issues(base, rules, ruleSchemas == nil)...)
+	return append(issues, x.issues(base, rules, part)...)
 }
 
 // issues explains why the values are invalid: the base schema's errors, then
@@ -416,7 +417,7 @@ func (x *explainer) unknownKeyIssue(e schemaError) diag.Diagnostic {
 	case len(allowed) <= 8:
 		msg += "; the keys allowed here are " + strings.Join(allowed, ", ")
 	default:
-		msg += "; check its spelling, or remove it (generator explain lists every key)"
+		msg += "; check its spelling, or remove it (" + cmp.Or(x.model.KeysHint, "generator explain lists every key") + ")"
 	}
 	return diag.Diagnostic{Path: path, Message: msg, AtKey: true}
 }

@@ -99,6 +99,18 @@ func Invalid(t testing.TB) []Case { return list(t, "invalid") }
 // in args (if any) and the outcome in expected.txt.
 func Cluster(t testing.TB) []Case { return list(t, "cluster") }
 
+// InvalidProfiles lists testdata/profile/invalid: a profile.yaml (refined by
+// refines.yaml, when there is one) that generator profile validate refuses
+// with expected.txt.
+func InvalidProfiles(t testing.TB) []Case {
+	t.Helper()
+	var cases []Case
+	for _, f := range glob(t, "testdata", "profile", "invalid", "*", "profile.yaml") {
+		cases = append(cases, Case{Name: filepath.Base(filepath.Dir(f)), Dir: filepath.Dir(f)})
+	}
+	return cases
+}
+
 func list(t testing.TB, kind string) []Case {
 	t.Helper()
 	files := glob(t, "testdata", kind, "*", "settings.yaml")
