@@ -59,8 +59,13 @@ func connect(ctx context.Context, s Streams, in *inputFlags, kube *cluster.Flags
 		ns = client.Namespace
 	}
 	if p == nil {
-		if p, err = in.clusterProfile(ctx, s, client, ns); err != nil {
+		var unread []string
+		if p, unread, err = clusterProfile(ctx, client, ns); err != nil {
 			return nil, err
+		}
+		if len(unread) > 0 {
+			sayUnread(s, unread, p)
+			in.profileSaid = true
 		}
 	}
 	loaded, result, err := in.renderUnder(s, loaded, p)

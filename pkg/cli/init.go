@@ -182,31 +182,23 @@ const initTimeout = 5 * time.Second
 
 // initProfile is the profile a starter starts from: the files given, else
 // the cluster's for the namespace of -n (or the context's) when the
-// kubeconfig reaches one. It says which, or why none, on standard error.
+// kubeconfig reaches one. It says which, or why none, in one line on
+// standard error.
 func initProfile(ctx context.Context, s Streams, files []string, kube *cluster.Flags) (*profile.Profile, error) {
-	var p *profile.Profile
-	var err error
 	if len(files) > 0 {
-		p, err = loadProfile(files)
-	} else {
-		p, err = reachProfile(ctx, s, kube)
+		p, err := loadProfile(files)
+		if err == nil {
+			fmt.Fprintf(s.Err, "profile: %s; the starter gives its values, in comments\n", p.Name())
+		}
+		return p, err
 	}
-	if p != nil {
-		fmt.Fprintf(s.Err, "profile: %s; the starter gives its values, in comments\n", p.Name())
-	}
-	return p, err
-}
-
-// reachProfile reads the cluster's profile for init: none, said, when the
-// kubeconfig reaches no cluster or the cluster has none.
-func reachProfile(ctx context.Context, s Streams, kube *cluster.Flags) (*profile.Profile, error) {
 	ctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
 	client, err := dial(quiet, kube)
-	var in inputFlags
 	var p *profile.Profile
+	var unread []string
 	if err == nil {
-		p, err = in.clusterProfile(ctx, s, client, client.Namespace)
+		p, unread, err = clusterProfile(ctx, client, client.Namespace)
 	}
 	var invalid profile.Invalid
 	var usage settings.UsageError
@@ -215,13 +207,20 @@ func reachProfile(ctx context.Context, s Streams, kube *cluster.Flags) (*profile
 		return nil, err
 	case err != nil:
 		fmt.Fprintf(s.Err, "profile: none read, the starter has the chart's defaults: %v\n", err)
-	case p == nil && !in.profileSaid:
-		fmt.Fprintf(s.Err, "profile: none on the cluster at %s for namespace %s; the starter has the chart's defaults\n", client.Server, client.Namespace)
+		return nil, nil
 	}
 	if p != nil {
 		if problems := p.Problems(); len(problems) > 0 {
 			return nil, profile.Invalid{Problems: problems}
 		}
+	}
+	switch {
+	case len(unread) > 0:
+		sayUnread(s, unread, p)
+	case p == nil:
+		fmt.Fprintf(s.Err, "profile: none on the cluster at %s for namespace %s; the starter has the chart's defaults\n", client.Server, client.Namespace)
+	default:
+		fmt.Fprintf(s.Err, "profile: %s; the starter gives its values, in comments\n", p.Name())
 	}
 	return p, nil
 }

@@ -64,11 +64,11 @@ func readLimited(path string) ([]byte, error) {
 
 // clusterProfile reads the profile of the cluster for the jobs of a
 // namespace: the cluster-wide one and the namespace's, both at once, one
-// GET each. It says on standard error what it could not read and what it
-// applied instead; none found is no profile, and nothing is said. A cluster
-// that does not answer is cluster.Unreachable; a ConfigMap whose profile
-// is not valid, profile.Invalid.
-func (f *inputFlags) clusterProfile(ctx context.Context, s Streams, client *cluster.Client, namespace string) (*profile.Profile, error) {
+// GET each. It gives the profile (nil when none was found or read), and says
+// why, of each ConfigMap it could not read (unread). A cluster that does not
+// answer is cluster.Unreachable; a ConfigMap whose profile is not valid,
+// profile.Invalid.
+func clusterProfile(ctx context.Context, client *cluster.Client, namespace string) (p *profile.Profile, unread []string, err error) {
 	places := profile.Places(namespace)
 	type read struct {
 		data map[string]string
@@ -83,40 +83,39 @@ func (f *inputFlags) clusterProfile(ctx context.Context, s Streams, client *clus
 	}
 	wg.Wait()
 	var sources []profile.Source
-	var unread []string
 	for i, r := range reads {
 		var unreachable cluster.Unreachable
 		switch {
 		case errors.As(r.err, &unreachable):
-			return nil, r.err
+			return nil, nil, r.err
 		case apierrors.IsForbidden(r.err):
-			unread = append(unread, fmt.Sprintf("you may not read %s (RBAC; docs/profile.md says what an administrator grants)", profile.ConfigMap(places[i])))
+			unread = append(unread, fmt.Sprintf("you may not read %s, so whether it holds a profile is not known (RBAC; docs/profile.md says what an administrator grants)", profile.ConfigMap(places[i])))
 		case r.err != nil:
 			unread = append(unread, r.err.Error())
 		case r.data != nil:
 			src, err := profile.FromConfigMap(places[i], r.data)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			sources = append(sources, src)
 		}
 	}
-	var p *profile.Profile
 	if len(sources) > 0 {
-		var err error
 		if p, err = profile.Read(sources...); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if len(unread) > 0 {
-		applied := "no profile"
-		if p != nil {
-			applied = p.Name() + " alone"
-		}
-		fmt.Fprintf(s.Err, "warning: profile: %s; applied %s\n", strings.Join(unread, "; "), applied)
-		f.profileSaid = true
+	return p, unread, nil
+}
+
+// sayUnread says, on standard error, which of the cluster's profiles could
+// not be read, and what was applied instead.
+func sayUnread(s Streams, unread []string, p *profile.Profile) {
+	applied := "no profile"
+	if p != nil {
+		applied = p.Name() + " alone"
 	}
-	return p, nil
+	fmt.Fprintf(s.Err, "warning: profile: %s; applied %s\n", strings.Join(unread, "; "), applied)
 }
 
 func newProfile(s Streams) *cobra.Command {
@@ -250,7 +249,7 @@ they bind the jobs that generator renders only.`,
 				b.Write(data)
 			}
 			for _, u := range unchecked {
-				fmt.Fprintf(s.Err, "%s: %s: the API server cannot check this rule, which binds the jobs generator renders only: %s\n", u.At, u.Key, u.Why)
+				fmt.Fprintf(s.Err, "%s: %s: the API server cannot check this %s, which binds only the jobs generator renders: %s\n", u.At, u.Key, u.What, u.Why)
 			}
 			return writeOutput(s, file, b.Bytes())
 		}),
@@ -315,10 +314,12 @@ generator render --profile FILE. It fails when the cluster has none.`,
 			if err != nil {
 				return err
 			}
-			var in inputFlags
-			p, err := in.clusterProfile(cmd.Context(), s, client, client.Namespace)
+			p, unread, err := clusterProfile(cmd.Context(), client, client.Namespace)
 			if err != nil {
 				return err
+			}
+			if len(unread) > 0 {
+				sayUnread(s, unread, p)
 			}
 			if p == nil {
 				var names []string
@@ -327,7 +328,11 @@ generator render --profile FILE. It fails when the cluster has none.`,
 				}
 				return fmt.Errorf("the cluster at %s has no profile for namespace %s: no %s", client.Server, client.Namespace, strings.Join(names, " nor "))
 			}
-			data, err := p.File(fmt.Sprintf("The profile of namespace %s on the cluster at %s: %s.\nWritten by generator profile get; use it with --profile.", client.Namespace, client.Server, p.Name()))
+			header := fmt.Sprintf("The profile of namespace %s on the cluster at %s: %s.\n", client.Namespace, client.Server, p.Name())
+			for _, why := range unread {
+				header += "Not in it: " + why + ".\n"
+			}
+			data, err := p.File(header + "Written by generator profile get; use it with --profile.")
 			if err != nil {
 				return err
 			}

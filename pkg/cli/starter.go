@@ -37,8 +37,8 @@ func starter(s *schema.Schema, kind, schemaURL, file string, p *profile.Profile)
 	about := func(key string) string {
 		var text string
 		for _, line := range p.About(key) {
-			for i, l := range schema.Wrap(line, 63) {
-				text += map[bool]string{true: "# The profile: ", false: "#   "}[i == 0] + l + "\n"
+			for i, l := range schema.Wrap("The profile on "+key+": "+line, 76) {
+				text += map[bool]string{true: "# ", false: "#   "}[i == 0] + l + "\n"
 			}
 		}
 		return text
@@ -111,6 +111,16 @@ func starter(s *schema.Schema, kind, schemaURL, file string, p *profile.Profile)
 		text, err := describe(path)
 		if err != nil {
 			return "", err
+		}
+		if p != nil {
+			shown[path] = true
+			if lines := about(path); lines != "" {
+				text += "\n" + strings.TrimSuffix(lines, "\n")
+			}
+			if v, ok := values[path]; ok {
+				value, err := yamlOf(path, v, true)
+				return text + "\n" + value, err
+			}
 		}
 		k, _, _ := keys.Find(path)
 		if k.Example == nil {

@@ -113,9 +113,9 @@ type Validation struct {
 }
 
 // Unchecked is a rule (or imposed value) that the API server cannot check:
-// where it is written, its key, and why.
+// where it is written, its key, what it is, and why.
 type Unchecked struct {
-	At, Key, Why string
+	At, Key, What, Why string
 }
 
 // Policy is the validations of a policy that checks the profile's rules and
@@ -125,32 +125,39 @@ func (p *Profile) Policy() ([]Variable, []Validation, []Unchecked) {
 	var out []Validation
 	var unchecked []Unchecked
 	used := map[string]field{}
-	add := func(f field, schema map[string]any, required bool, message, key, what string) {
+	add := func(f field, schema map[string]any, there presence, message, key, what string) {
 		used[f.name] = f
-		out = append(out, validation(f, schema, required, message, key, what))
+		out = append(out, validation(f, schema, there, message, key, what))
 	}
 	for _, im := range p.imposed {
 		key := im.path.String()
 		f, ok := fields[key]
 		if !ok {
-			unchecked = append(unchecked, Unchecked{im.at, key, noField(key)})
+			unchecked = append(unchecked, Unchecked{im.at, key, "imposed value", noField(key)})
 			continue
 		}
-		add(f, map[string]any{"const": im.value}, f.presence, im.message, key, "imposed "+show(im.value))
+		switch {
+		case im.value == nil:
+			add(f, nil, mustNotBe, im.message, key, "imposed null, unset")
+		case f.presence:
+			add(f, map[string]any{"const": im.value}, mustBe, im.message, key, "imposed "+show(im.value))
+		default:
+			add(f, map[string]any{"const": im.value}, mayBe, im.message, key, "imposed "+show(im.value))
+		}
 	}
 	for _, r := range p.rules {
 		f, ok := fields[r.key.Path]
 		if !ok {
-			unchecked = append(unchecked, Unchecked{r.at, r.key.Path, noField(r.key.Path)})
+			unchecked = append(unchecked, Unchecked{r.at, r.key.Path, "rule", noField(r.key.Path)})
 			continue
 		}
 		if r.required && !f.presence {
-			unchecked = append(unchecked, Unchecked{r.at, r.key.Path, fmt.Sprintf("the objects carry %s even when the settings leave it unset, so that they cannot tell whether a user set it", r.key.Path)})
+			unchecked = append(unchecked, Unchecked{r.at, r.key.Path, "rule", fmt.Sprintf("the objects carry %s even when the settings leave it unset, so that they cannot tell whether a user set it", r.key.Path)})
 			continue
 		}
 		if r.schema != nil {
 			if why := untranslatable(r.schema); why != "" {
-				unchecked = append(unchecked, Unchecked{r.at, r.key.Path, why})
+				unchecked = append(unchecked, Unchecked{r.at, r.key.Path, "rule", why})
 				continue
 			}
 		}
@@ -158,7 +165,11 @@ func (p *Profile) Policy() ([]Variable, []Validation, []Unchecked) {
 		if r.required {
 			what = strings.TrimPrefix(what+", set", ", ")
 		}
-		add(f, r.schema, r.required, r.message, r.key.Path, what)
+		there := mayBe
+		if r.required {
+			there = mustBe
+		}
+		add(f, r.schema, there, r.message, r.key.Path, what)
 	}
 	if len(out) == 0 {
 		return nil, nil, unchecked
@@ -176,13 +187,10 @@ func noField(key string) string {
 	return fmt.Sprintf("no field of the objects says what %s is; the API server checks rules on %s", key, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 }
 
-// untranslatable says why a rule's schema cannot be checked in CEL, or "".
+// untranslatable says why a rule's schema cannot be checked in CEL, or "":
+// the fields are single values (never lists, whose keywords fits keeps off
+// them).
 func untranslatable(s map[string]any) string {
-	for _, kw := range []string{"minItems", "maxItems", "uniqueItems"} {
-		if _, ok := s[kw]; ok {
-			return kw + " has no meaning for a single value"
-		}
-	}
 	if m, ok := s["multipleOf"]; ok && jsonType(m) != "integer" {
 		return "multipleOf is checked on objects for whole numbers only"
 	}
@@ -192,13 +200,23 @@ func untranslatable(s map[string]any) string {
 	return ""
 }
 
+// presence is what a rule asks of a value's being there: nothing (a value,
+// when there is one, keeps the rule), that it is there, or that it is not.
+type presence int
+
+const (
+	mayBe presence = iota
+	mustBe
+	mustNotBe
+)
+
 // validation is the validation of one rule on a field: the value, wherever
-// the objects carry it, must keep schema (nil: anything) and be there when
-// required. It reads the field's variable: at each place, a list of its
-// value or of none. On an update, a rule is checked only when the field's
-// values changed, so that a job created under an earlier profile can still
-// be run, held and resumed by its controllers.
-func validation(f field, schema map[string]any, required bool, message, key, what string) Validation {
+// the objects carry it, must keep schema (nil: anything) and be there, or
+// not, as there says. It reads the field's variable: at each place, a list
+// of its value or of none. On an update, a rule is checked only when the
+// field's values changed, so that a job created under an earlier profile
+// can still be run, held and resumed by its controllers.
+func validation(f field, schema map[string]any, there presence, message, key, what string) Validation {
 	check := "true"
 	if schema != nil {
 		check = predicate(schema, "v")
@@ -210,8 +228,11 @@ func validation(f field, schema map[string]any, required bool, message, key, wha
 		inner = fmt.Sprintf("x%d", depth)
 	}
 	check = fmt.Sprintf("%s.all(v, %s)", inner, check)
-	if required {
+	switch there {
+	case mustBe:
 		check = fmt.Sprintf("size(%s) == 1 && %s", inner, check)
+	case mustNotBe:
+		check = fmt.Sprintf("size(%s) == 0", inner)
 	}
 	for i := depth; i >= 1; i-- {
 		outer := list

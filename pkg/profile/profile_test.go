@@ -97,11 +97,11 @@ func TestLayering(t *testing.T) {
 	require.EqualError(t, err, "b.yaml:7:3: defaults.queueName: queueName is imposed by a.yaml:7, and an imposed value is the default too; remove it here")
 
 	_, problems = renderUnder(t, p, job+"queueName: mine\n")
-	require.Equal(t, []string{`settings.yaml:4:12: queueName: "mine" goes against the profile, which imposes "team-q" (b.yaml:7): the team's queue; remove the line, the profile sets it`}, lines(problems))
+	require.Equal(t, []string{`settings.yaml:4:12: queueName: "mine" goes against the profile, which imposes "team-q" (b.yaml:7): the team's queue; leave queueName out of your settings, the profile sets it`}, lines(problems))
 	_, problems = renderUnder(t, p, job, "queueName=mine")
-	require.Equal(t, []string{`--set queueName=mine: queueName: "mine" goes against the profile, which imposes "team-q" (b.yaml:7): the team's queue; remove the line, the profile sets it`}, lines(problems))
+	require.Equal(t, []string{`--set queueName=mine: queueName: "mine" goes against the profile, which imposes "team-q" (b.yaml:7): the team's queue; leave queueName out of your settings, the profile sets it`}, lines(problems))
 	_, problems = renderUnder(t, p, job+"queueName:\n")
-	require.Equal(t, []string{`settings.yaml:4:11: queueName: an empty value removes "team-q", which the profile imposes (b.yaml:7): the team's queue; remove the line, the profile sets it`}, lines(problems))
+	require.Equal(t, []string{`settings.yaml:4:11: queueName: an empty value removes "team-q", which the profile imposes (b.yaml:7): the team's queue; leave queueName out of your settings, the profile sets it`}, lines(problems))
 	_, problems = renderUnder(t, p, job+"queueName: team-q\n")
 	require.Empty(t, problems, "the imposed value itself, written out")
 
@@ -123,7 +123,7 @@ func TestImposedMapping(t *testing.T) {
 	require.Empty(t, problems)
 	require.Equal(t, map[string]any{"pool": "a100", "zone": "east"}, values["nodeSelector"])
 	_, problems = renderUnder(t, p, job+"nodeSelector:\n  pool: v100\n")
-	require.Equal(t, []string{`settings.yaml:5:9: nodeSelector.pool: "v100" goes against the profile, which imposes "a100" (a.yaml:4): the A100 pool; remove the line, the profile sets it`}, lines(problems))
+	require.Equal(t, []string{`settings.yaml:5:9: nodeSelector.pool: "v100" goes against the profile, which imposes "a100" (a.yaml:4): the A100 pool; leave nodeSelector.pool out of your settings, the profile sets it`}, lines(problems))
 }
 
 // Each kind of rule, with a value it admits and one it refuses (lines of a
@@ -202,7 +202,7 @@ func TestAboutAndFile(t *testing.T) {
 	require.Equal(t, []string{"default 2 (b.yaml:5)", "rule: at most 8 (a.yaml:7): eight"}, p.About("numGpusPerPod"))
 	require.Equal(t, []string{`imposed "q", which no one may change (b.yaml:7): the queue`}, p.About("queueName"))
 	require.Empty(t, p.About("numPods"))
-	require.Equal(t, "2 defaults, 1 imposed value, 1 rule; the API server checks 2 of the 2 rules and imposed values", p.Summary())
+	require.Equal(t, "1 default, 1 imposed value, 1 rule; the API server checks 2 of the 2 rules and imposed values", p.Summary())
 
 	data, err := p.File("saved")
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -284,9 +285,11 @@ func number(v any) string {
 }
 
 // Check gives a diagnostic, at its key's path, for each of the settings'
-// values (after the chart's defaults) that goes against the profile: a value
-// other than an imposed one, and one that breaks a rule.
+// values (after the chart's defaults, those of the job's kind too) that goes
+// against the profile: a value other than an imposed one, and one that
+// breaks a rule.
 func (p *Profile) Check(values map[string]any) []diag.Diagnostic {
+	values = withKindDefaults(values)
 	var issues []diag.Diagnostic
 	for _, im := range p.imposed {
 		got, _ := valueAt(values, im.path)
@@ -295,16 +298,58 @@ func (p *Profile) Check(values map[string]any) []diag.Diagnostic {
 		case !ok:
 		case got == nil:
 			issues = append(issues, diag.Diagnostic{Path: path,
-				Message: fmt.Sprintf("an empty value removes %s, which the profile imposes (%s): %s; remove the line, the profile sets it", show(want), im.at, im.message)})
+				Message: fmt.Sprintf("an empty value removes %s, which the profile imposes (%s): %s; leave %s out of your settings, the profile sets it", show(want), im.at, im.message, path)})
 		default:
 			issues = append(issues, diag.Diagnostic{Path: path,
-				Message: fmt.Sprintf("%s goes against the profile, which imposes %s (%s): %s; remove the line, the profile sets it", show(got), show(want), im.at, im.message)})
+				Message: fmt.Sprintf("%s goes against the profile, which imposes %s (%s): %s; leave %s out of your settings, the profile sets it", show(got), show(want), im.at, im.message, path)})
 		}
 	}
 	for _, r := range p.rules {
 		issues = append(issues, r.check(values)...)
 	}
 	return issues
+}
+
+// withKindDefaults is values as the chart's templates read them: a setting
+// whose default follows jobKind (x-kind-defaults), left out, has its kind's
+// default; left empty, too, unless null is one of its defaults (priority:
+// null leaves the PriorityClass out). torchwrap.settings, in the chart,
+// does the same.
+func withKindDefaults(values map[string]any) map[string]any {
+	keys, err := settingsKeys()
+	if err != nil {
+		return values
+	}
+	kind, _ := values["jobKind"].(string)
+	out := maps.Clone(values)
+	for _, k := range keys {
+		if k.KindDefaults == nil || strings.ContainsAny(k.Path, ".[") {
+			continue
+		}
+		v, set := values[k.Path]
+		if set && (v != nil || nullIsADefault(k)) {
+			continue
+		}
+		def := k.Default
+		if kd, ok := k.KindDefaults[kind]; ok {
+			def = kd
+		}
+		var d any
+		if json.Unmarshal(def, &d) == nil {
+			out[k.Path] = d
+		}
+	}
+	return out
+}
+
+// nullIsADefault tells whether null is the default of a key for some kind.
+func nullIsADefault(k schema.Key) bool {
+	for _, d := range append([]json.RawMessage{k.Default}, slices.Collect(maps.Values(k.KindDefaults))...) {
+		if string(d) == "null" {
+			return true
+		}
+	}
+	return false
 }
 
 // differs finds where got, at path, does not hold the imposed value want:

@@ -52,16 +52,18 @@ func (p *Profile) About(key string) []string {
 
 // Summary counts what the profile holds, for one line: "4 defaults, 1
 // imposed value, 3 rules; the API server checks 3 of the 4 rules and imposed
-// values".
+// values" (the keys the defaults set once merged).
 func (p *Profile) Summary() string {
-	defaults := 0
-	for _, pt := range p.parts {
-		defaults += len(pt.defaults.Values)
+	in, err := (&settings.Input{}).Over(p.defaultLayers())
+	if err != nil {
+		return err.Error()
 	}
-	_, validations, _ := p.Policy()
-	return fmt.Sprintf("%s, %s, %s; the API server checks %d of the %d rules and imposed values",
-		schema.Count(defaults, "default"), schema.Count(len(p.imposed), "imposed value"), schema.Count(len(p.rules), "rule"),
-		len(validations), len(p.rules)+len(p.imposed))
+	text := fmt.Sprintf("%s, %s, %s", schema.Count(len(in.Values), "default"), schema.Count(len(p.imposed), "imposed value"), schema.Count(len(p.rules), "rule"))
+	if all := len(p.rules) + len(p.imposed); all > 0 {
+		_, validations, _ := p.Policy()
+		text += fmt.Sprintf("; the API server checks %d of the %d rules and imposed values", len(validations), all)
+	}
+	return text
 }
 
 // File is the profile as one file, which applies as its parts together
