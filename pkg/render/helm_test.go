@@ -1,6 +1,8 @@
 package render_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,25 +10,30 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/getter"
+	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/torchwrap/generator/pkg/profile"
+	"github.com/torchwrap/generator/pkg/render"
+	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
-// helmTemplate renders the chart directory as `helm template chart -f file`
+// helmTemplate renders the chart directory as `helm template chart -f file...`
 // does: Helm's install action, client-only, dry-run, with Helm's own reading
-// of values files and Helm's own schema validation.
-func helmTemplate(t *testing.T, file string) []byte {
+// of values files (each over the ones before it) and Helm's own schema
+// validation.
+func helmTemplate(t *testing.T, files ...string) []byte {
 	t.Helper()
-	manifest, err := helmRender(t, file)
+	manifest, err := helmRender(t, files...)
 	require.NoError(t, err)
 	return manifest
 }
 
-func helmRender(t *testing.T, file string) ([]byte, error) {
+func helmRender(t *testing.T, files ...string) ([]byte, error) {
 	t.Helper()
 	chrt, err := loader.Load(cases.Path(t, "chart"))
 	require.NoError(t, err)
-	vals, err := (&values.Options{ValueFiles: []string{file}}).MergeValues(getter.Providers{})
+	vals, err := (&values.Options{ValueFiles: files}).MergeValues(getter.Providers{})
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +61,35 @@ func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
 	for _, file := range cases.ValidSettings(t) {
 		t.Run(file, func(t *testing.T) {
 			require.Equal(t, cases.Objects(t, helmTemplate(t, file)), generatorObjects(t, file))
+		})
+	}
+}
+
+// helm template with the values of testdata/profile/cluster.yaml (what
+// generator profile values writes) before the settings file gives the same
+// objects as the generator rendering the settings under the profile, for
+// every example and starter.
+func TestHelmTemplateWithAProfileValuesFileGivesTheSameObjects(t *testing.T) {
+	profileFile := cases.Path(t, "testdata", "profile", "cluster.yaml")
+	data, err := os.ReadFile(profileFile)
+	require.NoError(t, err)
+	p, err := profile.Read(profile.Source{Name: profileFile, Data: data})
+	require.NoError(t, err)
+	vals, err := p.Values()
+	require.NoError(t, err)
+	data, err = sigsyaml.Marshal(vals)
+	require.NoError(t, err)
+	valuesFile := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(valuesFile, data, 0o644))
+	for _, file := range append(cases.Examples(t), cases.Starters(t)...) {
+		t.Run(file, func(t *testing.T) {
+			in, err := settings.Load(settings.Options{Files: []string{file}})
+			require.NoError(t, err)
+			in, err = p.Apply(in)
+			require.NoError(t, err)
+			result, err := render.Render(in, p)
+			require.NoError(t, err)
+			require.Equal(t, cases.Objects(t, helmTemplate(t, valuesFile, file)), cases.Objects(t, result.Manifest))
 		})
 	}
 }

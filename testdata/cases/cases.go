@@ -16,7 +16,9 @@ import (
 	"flag"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -126,6 +128,31 @@ func list(t testing.TB, kind string) []Case {
 var UnseenByHelm = map[string]string{
 	"duplicate-key": "Helm keeps the last of duplicate keys",
 	"two-documents": "Helm 3 reads only the first document; Helm 4 merges them all, the last value winning",
+}
+
+// BuildGenerator builds the generator command of this work tree into the
+// test's temporary folder, for the tests that run it as a program.
+func BuildGenerator(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "generator")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/generator")
+	build.Dir = Path(t)
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// Run runs a program with stdin, which must succeed, and gives its
+// standard output.
+func Run(t testing.TB, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), errOut.String())
+	return out
 }
 
 // Examples lists the files of examples/.

@@ -3,12 +3,9 @@
 package e2e_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -30,7 +27,7 @@ import (
 // the job alone, which goes through the same steps.
 func TestExamplesOnARealAPIServer(t *testing.T) {
 	cluster := startCluster(t)
-	generator := buildGenerator(t)
+	generator := cases.BuildGenerator(t)
 
 	// create, not apply: the PyTorchJob CRD is too large for the
 	// last-applied-configuration annotation of a client-side apply.
@@ -47,7 +44,7 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 
 	for _, example := range append(cases.Examples(t), cases.Starters(t)...) {
 		t.Run(filepath.Base(example), func(t *testing.T) {
-			manifest := run(t, nil, generator, "render", "-f", example)
+			manifest := cases.Run(t, nil, generator, "render", "-f", example)
 			objects := cases.Objects(t, manifest)
 			require.Len(t, objects, 1)
 			sent := jsonObject(t, objects[0])
@@ -103,7 +100,7 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 	// fields, in the AppWrapper and in the wrapped job applied on its own.
 	// Inside the AppWrapper's template the server does not look: that is why
 	// the wrapped job is checked on its own above.
-	manifest := run(t, nil, generator, "render", "-f", cases.Example(t, "helloworld"))
+	manifest := cases.Run(t, nil, generator, "render", "-f", cases.Example(t, "helloworld"))
 	aw := cases.Objects(t, manifest)[0]
 	aw["spec"].(map[string]any)["suspended"] = false
 	_, err := cluster.Kubectl(mustJSON(t, aw), "apply", "--dry-run=server", "--validate=strict", "-f", "-")
@@ -140,27 +137,6 @@ func stopAtCleanup(t *testing.T, cluster *e2e.Cluster) {
 			require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "process %d is still running", pid)
 		}
 	})
-}
-
-func buildGenerator(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "generator")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/generator")
-	build.Dir = cases.Path(t)
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
-
-func run(t *testing.T, stdin []byte, name string, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	out, err := cmd.Output()
-	require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), errOut.String())
-	return out
 }
 
 func kubectl(t *testing.T, c *e2e.Cluster, stdin []byte, args ...string) string {

@@ -35,7 +35,7 @@ const localMark = "TORCHWRAP_LOCAL_TEST"
 func newLocal(t *testing.T) *localRuns {
 	tools, err := e2e.WriteTools()
 	require.NoError(t, err)
-	return &localRuns{generator: buildGenerator(t), tools: tools, sim: cases.Path(t, "testdata", "sim"), mark: localMark + "=" + strconv.Itoa(os.Getpid())}
+	return &localRuns{generator: cases.BuildGenerator(t), tools: tools, sim: cases.Path(t, "testdata", "sim"), mark: localMark + "=" + strconv.Itoa(os.Getpid())}
 }
 
 // command is generator run --local in dir, with args after the flags that

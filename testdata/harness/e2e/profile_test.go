@@ -49,7 +49,7 @@ const (
 // AppWrapper made is left to its AppWrapper's check.
 func TestProfilePolicyOnARealAPIServer(t *testing.T) {
 	cluster := startCluster(t)
-	generator := buildGenerator(t)
+	generator := cases.BuildGenerator(t)
 	require.NoError(t, cluster.CreateAll(jobCRDs(t, fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD, fidelity.JobSetCRD, fidelity.TrainJobCRD)))
 	for _, ns := range []string{profileNamespace, otherNamespace, "legacy"} {
 		ensureNamespace(t, cluster, ns)
@@ -60,8 +60,8 @@ func TestProfilePolicyOnARealAPIServer(t *testing.T) {
 	legacy := byHand(t, "pytorchjob", map[string]string{"GPUS": "16"})
 	kubectl(t, cluster, legacy, "create", "-n", "legacy", "-f", "-")
 
-	kubectl(t, cluster, run(t, nil, generator, "profile", "render", clusterProfile, "--cluster"), "apply", "-f", "-")
-	kubectl(t, cluster, run(t, nil, generator, "profile", "render", teamProfile, "-n", profileNamespace), "apply", "-f", "-")
+	kubectl(t, cluster, cases.Run(t, nil, generator, "profile", "render", clusterProfile, "--cluster"), "apply", "-f", "-")
+	kubectl(t, cluster, cases.Run(t, nil, generator, "profile", "render", teamProfile, "-n", profileNamespace), "apply", "-f", "-")
 	// The API server enforces a policy once its informers have it: 6 GPUs
 	// a pod break the namespace's rule, 16 the cluster's.
 	six, sixteen := byHand(t, "pytorchjob", map[string]string{"GPUS": "6"}), byHand(t, "pytorchjob", map[string]string{"GPUS": "16"})
@@ -73,12 +73,12 @@ func TestProfilePolicyOnARealAPIServer(t *testing.T) {
 
 	t.Run("rendered under the profile", func(t *testing.T) {
 		for _, example := range append(cases.Examples(t), cases.Starters(t)...) {
-			manifest := run(t, nil, generator, "render", "-f", example, "--profile", clusterProfile)
+			manifest := cases.Run(t, nil, generator, "render", "-f", example, "--profile", clusterProfile)
 			obj := jsonObject(t, cases.Objects(t, manifest)[0])
 			ensureNamespace(t, cluster, namespaceOf(obj))
 			kubectl(t, cluster, manifest, "create", "--dry-run=server", "-f", "-")
 		}
-		manifest := run(t, nil, generator, "render", "-f", cases.Path(t, "testdata", "profile", "minimal.settings.yaml"), "--profile", clusterProfile, "--profile", teamProfile)
+		manifest := cases.Run(t, nil, generator, "render", "-f", cases.Path(t, "testdata", "profile", "minimal.settings.yaml"), "--profile", clusterProfile, "--profile", teamProfile)
 		kubectl(t, cluster, manifest, "create", "--dry-run=server", "-n", profileNamespace, "-f", "-")
 	})
 

@@ -64,11 +64,16 @@ func (h helmCLI) run(args ...string) (stdout, stderr string, err error) {
 	return out.String(), errOut.String(), err
 }
 
-// template is helm template chart -f file, which must succeed.
-func (h helmCLI) template(t *testing.T, chart, file string) []byte {
+// template is helm template chart -f file..., each file over the ones before
+// it, which must succeed.
+func (h helmCLI) template(t *testing.T, chart string, files ...string) []byte {
 	t.Helper()
-	out, errOut, err := h.run("template", chart, "-f", file)
-	require.NoError(t, err, "%s: helm template %s -f %s: %s", h.name, chart, file, errOut)
+	args := []string{"template", chart}
+	for _, file := range files {
+		args = append(args, "-f", file)
+	}
+	out, errOut, err := h.run(args...)
+	require.NoError(t, err, "%s: helm %s: %s", h.name, strings.Join(args, " "), errOut)
 	return []byte(out)
 }
 
@@ -144,6 +149,28 @@ func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
 				t.Run(file, func(t *testing.T) {
 					t.Parallel()
 					require.Equal(t, generatorObjects(t, file), cases.Objects(t, helm.template(t, chartDir(t), file)))
+				})
+			}
+		})
+	}
+}
+
+// helm template with Helm 3 and with Helm 4, given the values file that
+// generator profile values writes for testdata/profile/cluster.yaml before the
+// settings file, gives the same objects as generator render --profile with
+// that profile, for every example and starter.
+func TestHelmTemplateWithAProfileValuesFileGivesTheSameObjects(t *testing.T) {
+	generator := cases.BuildGenerator(t)
+	clusterProfile := cases.Path(t, "testdata", "profile", "cluster.yaml")
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	cases.Run(t, nil, generator, "profile", "values", clusterProfile, "-o", values)
+	for _, helm := range []helmCLI{helm3(t), helm4(t)} {
+		t.Run(helm.name, func(t *testing.T) {
+			for _, file := range append(cases.Examples(t), cases.Starters(t)...) {
+				t.Run(file, func(t *testing.T) {
+					t.Parallel()
+					rendered := cases.Run(t, nil, generator, "render", "-f", file, "--profile", clusterProfile)
+					require.Equal(t, cases.Objects(t, rendered), cases.Objects(t, helm.template(t, chartDir(t), values, file)))
 				})
 			}
 		})
