@@ -46,7 +46,7 @@ func TestSimulatedCluster(t *testing.T) {
 	stopAtCleanup(t, cluster)
 	researcher, err := cluster.KubeconfigFor(e2e.Researcher, e2e.SimRBACNamespace)
 	require.NoError(t, err)
-	s := &sim{cluster: cluster, generator: buildGenerator(t), researcher: researcher, hostNetwork: network, cache: t.TempDir()}
+	s := &sim{cluster: cluster, generator: cases.BuildGenerator(t), researcher: researcher, hostNetwork: network, cache: t.TempDir()}
 
 	// The fault-tolerance cases take longest (AppWrapper looks at the pods of
 	// a running job once a minute), in parallel with the others, which run in
@@ -76,6 +76,9 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("multikueue", s.multiKueue)
 		})
 	})
+	// Alone, once the others are done: the cluster's profile binds every
+	// namespace while it is there.
+	t.Run("profile", s.profile)
 
 	var names []string
 	total := 0
@@ -162,7 +165,7 @@ func expect(t *testing.T, path string, transcript []byte) {
 // render renders a settings file with more generator arguments (--set ...).
 func (s *sim) render(t *testing.T, file string, args ...string) []byte {
 	t.Helper()
-	return run(t, nil, s.generator, append([]string{"render", "-f", file}, args...)...)
+	return cases.Run(t, nil, s.generator, append([]string{"render", "-f", file}, args...)...)
 }
 
 // submit creates the object of a manifest, with the namespace and the

@@ -406,6 +406,7 @@ status:
     memory: 256Gi
     pods: "110"
     nvidia.com/gpu: "%[3]d"
+    nvidia.com/roce_gdr: "2"
   capacity: *resources
 `, processNodeName(i), processTaint, SimNodeGPUs)
 	}
@@ -441,7 +442,8 @@ value: %[2]d
 
 // ProcessNodes is the number of process nodes: nodes whose pods run for
 // real, as processes of this machine (processnodes.go), each with
-// SimNodeGPUs GPUs that are only counted. They are labelled type: process
+// SimNodeGPUs GPUs and 2 RoCE GDR devices that are only counted (the
+// scenario profile's jobs ask for them). They are labelled type: process
 // and tainted processTaint, so that only jobs of ProcessQueue (whose
 // ResourceFlavor selects them and tolerates the taint) go there.
 const ProcessNodes = 2
@@ -515,9 +517,9 @@ type clusterQueue struct {
 // TinyQueueGPUs GPUs and no RDMA devices, for the checks of a job against its
 // queue's quota; TopologyClusterQueue, with quota for all the nodes in the
 // flavor that knows their topology, for the tests of topology-aware
-// scheduling; ProcessClusterQueue, with quota for the GPUs of the process
-// nodes, and SmallProcessClusterQueue, with room for one job there. None of
-// them is in a cohort, so none borrows. TeamAClusterQueue and
+// scheduling; ProcessClusterQueue, with quota for the GPUs and RDMA devices
+// of the process nodes, and SmallProcessClusterQueue, with room for one job
+// there. None of them is in a cohort, so none borrows. TeamAClusterQueue and
 // TeamBClusterQueue, of one node's GPUs each, are in a cohort, as MLBatch
 // sets up a cluster's teams: a job preempts those of lower priority in its
 // ClusterQueue, and a team takes back the quota another borrowed from it;
@@ -527,7 +529,7 @@ var clusterQueues = []clusterQueue{
 	{name: "small-cq", flavor: "gpu-flavor", gpus: SmallQueueGPUs, rdma: true},
 	{name: "tiny-cq", flavor: "gpu-flavor", gpus: TinyQueueGPUs},
 	{name: TopologyClusterQueue, flavor: "topology-flavor", gpus: SimNodes * SimNodeGPUs, rdma: true},
-	{name: ProcessClusterQueue, flavor: "process-flavor", gpus: ProcessNodes * SimNodeGPUs},
+	{name: ProcessClusterQueue, flavor: "process-flavor", gpus: ProcessNodes * SimNodeGPUs, rdma: true},
 	{name: SmallProcessClusterQueue, flavor: "process-flavor", gpus: SmallProcessGPUs},
 	{name: TeamAClusterQueue, flavor: "gpu-flavor", gpus: SimNodeGPUs, cohort: TeamsCohort, noBorrowing: true},
 	{name: TeamBClusterQueue, flavor: "gpu-flavor", gpus: SimNodeGPUs, cohort: TeamsCohort},
