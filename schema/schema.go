@@ -11,6 +11,8 @@ package schema
 
 import (
 	_ "embed"
+	"encoding/json"
+	"fmt"
 	"sync"
 )
 
@@ -33,6 +35,48 @@ var EditorJSON []byte
 
 // Model is the embedded schema read as a model, parsed once per process.
 var Model = sync.OnceValues(func() (*Schema, error) { return Parse(JSON) })
+
+// IndexJSON is every key of the schema with its types and defaults, made
+// from it by go generate (./generate): what a profile needs of the settings'
+// keys, read without the whole schema, whose model takes milliseconds to
+// read.
+//
+//go:embed index.json
+var IndexJSON []byte
+
+// Index is the keys of IndexJSON, read once per process: each with its Path,
+// Type, Types, Default and KindDefaults, and nothing else.
+var Index = sync.OnceValues(func() (Keys, error) {
+	var entries []indexEntry
+	if err := json.Unmarshal(IndexJSON, &entries); err != nil {
+		return nil, fmt.Errorf("schema/index.json: %w", err)
+	}
+	keys := make(Keys, len(entries))
+	for i, e := range entries {
+		keys[i] = Key{Path: e.Path, Type: e.Type, Types: e.Types, Default: e.Default, KindDefaults: e.KindDefaults}
+	}
+	return keys, nil
+})
+
+// indexEntry is a key of IndexJSON.
+type indexEntry struct {
+	Path         string                     `json:"path"`
+	Type         string                     `json:"type"`
+	Types        []string                   `json:"types"`
+	Default      json.RawMessage            `json:"default,omitempty"`
+	KindDefaults map[string]json.RawMessage `json:"kindDefaults,omitempty"`
+}
+
+// IndexOf writes the index of keys, as IndexJSON holds it (go generate
+// writes it).
+func IndexOf(keys Keys) ([]byte, error) {
+	entries := make([]indexEntry, len(keys))
+	for i, k := range keys {
+		entries[i] = indexEntry{Path: k.Path, Type: k.Type, Types: k.Types, Default: k.Default, KindDefaults: k.KindDefaults}
+	}
+	data, err := json.MarshalIndent(entries, "", " ")
+	return append(data, '\n'), err
+}
 
 // ProfileJSON is the schema (JSON Schema draft-07) of a profile: the
 // defaults, imposed values and rules a platform team gives every job of its

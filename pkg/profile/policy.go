@@ -187,10 +187,13 @@ func noField(key string) string {
 	return fmt.Sprintf("no field of the objects says what %s is; the API server checks rules on %s", key, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
 }
 
-// untranslatable says why a rule's schema cannot be checked in CEL, or "":
-// the fields are single values (never lists, whose keywords fits keeps off
-// them).
+// untranslatable says why a rule's schema cannot be checked in CEL, or "".
 func untranslatable(s map[string]any) string {
+	for _, kw := range keywords {
+		if _, ok := s[kw.name]; ok && kw.cel == nil {
+			return kw.name + " is checked by the command line alone"
+		}
+	}
 	if m, ok := s["multipleOf"]; ok && jsonType(m) != "integer" {
 		return "multipleOf is checked on objects for whole numbers only"
 	}
@@ -275,46 +278,6 @@ func (f field) values(old bool) string {
 	}
 	list := map[scope]string{container: "containers", initContainer: "initContainers"}[f.scope]
 	return fmt.Sprintf("%s.map(jg, jg.map(g, g.map(r, r.spec.?%s.orValue([]).map(c, %s))))", pods, list, leaf)
-}
-
-// predicate is the CEL of a rule's schema on the value x.
-func predicate(s map[string]any, x string) string {
-	var parts []string
-	for _, kw := range keywords {
-		v, ok := s[kw.name]
-		if !ok {
-			continue
-		}
-		switch kw.name {
-		case "const":
-			parts = append(parts, x+" == "+literal(v))
-		case "enum":
-			var eq []string
-			for _, c := range v.([]any) {
-				eq = append(eq, x+" == "+literal(c))
-			}
-			parts = append(parts, "("+strings.Join(eq, " || ")+")")
-		case "minimum":
-			parts = append(parts, x+" >= "+literal(v))
-		case "exclusiveMinimum":
-			parts = append(parts, x+" > "+literal(v))
-		case "maximum":
-			parts = append(parts, x+" <= "+literal(v))
-		case "exclusiveMaximum":
-			parts = append(parts, x+" < "+literal(v))
-		case "multipleOf":
-			parts = append(parts, "int("+x+") % "+literal(v)+" == 0")
-		case "pattern":
-			parts = append(parts, x+".matches("+literal(v)+")")
-		case "minLength":
-			parts = append(parts, "size("+x+") >= "+literal(v))
-		case "maxLength":
-			parts = append(parts, "size("+x+") <= "+literal(v))
-		case "not":
-			parts = append(parts, "!("+predicate(v.(map[string]any), x)+")")
-		}
-	}
-	return "(" + strings.Join(parts, " && ") + ")"
 }
 
 // literal writes a value of a rule as a CEL literal: whole numbers as ints.

@@ -39,7 +39,7 @@ func (p *Profile) check() diag.List {
 	var problems diag.List
 	for _, r := range p.rules {
 		for _, f := range r.find(merged.Values) {
-			if !f.set || r.compiled == nil || r.accepts(f.value) {
+			if !f.set || r.schema == nil || keeps(r.schema, f.value) {
 				continue
 			}
 			if _, ours := valueAt(own.Values, f.path); ours {

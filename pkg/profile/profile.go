@@ -156,14 +156,8 @@ var metaValidator = sync.OnceValues(func() (*validate.Validator, error) {
 	return validate.Compile(schema.ProfileJSON, schema.ProfileModel)
 })
 
-// settingsKeys are the keys of the settings schema, listed once.
-var settingsKeys = sync.OnceValues(func() (schema.Keys, error) {
-	m, err := schema.Model()
-	if err != nil {
-		return nil, err
-	}
-	return m.Keys(), nil
-})
+// settingsKeys are the keys of the settings schema, from its index.
+var settingsKeys = schema.Index
 
 // readPart reads one profile: its text, its schema, the keys it names.
 func readPart(src Source, meta *validate.Validator, keys schema.Keys) (*part, diag.List) {

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xeipuuv/gojsonschema"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/torchwrap/generator/pkg/diag"
@@ -21,7 +20,6 @@ import (
 type rule struct {
 	key      schema.Key
 	schema   map[string]any // nil when the rule only requires the key
-	compiled *gojsonschema.Schema
 	required bool
 	message  string
 	// part and path place diagnostics about the rule in its profile; at
@@ -30,26 +28,6 @@ type rule struct {
 	path diag.Path
 	at   string
 }
-
-// keywords are the schema keywords a rule may use, in the order a rule is
-// described in, with the JSON types of the values each applies to (none:
-// any value).
-var keywords = []struct {
-	name  string
-	types []string
-}{
-	{"const", nil}, {"enum", nil},
-	{"minimum", numbers}, {"exclusiveMinimum", numbers}, {"maximum", numbers}, {"exclusiveMaximum", numbers}, {"multipleOf", numbers},
-	{"pattern", texts}, {"minLength", texts}, {"maxLength", texts},
-	{"minItems", lists}, {"maxItems", lists}, {"uniqueItems", lists},
-	{"not", nil},
-}
-
-var (
-	numbers = []string{"integer", "number"}
-	texts   = []string{"string"}
-	lists   = []string{"array"}
-)
 
 // newRule reads the rule at path in a profile the profile's schema accepted:
 // its key, and its schema checked against the key's types.
@@ -70,12 +48,6 @@ func newRule(fields map[string]any, path diag.Path, root *yaml.Node, source stri
 	}
 	if issues := fits(r.schema, append(path[:len(path):len(path)], "schema"), k, k.Types); len(issues) > 0 {
 		return nil, issues
-	}
-	loader := gojsonschema.NewSchemaLoader()
-	loader.Draft = gojsonschema.Draft7
-	var err error
-	if r.compiled, err = loader.Compile(gojsonschema.NewGoLoader(r.schema)); err != nil {
-		return nil, []diag.Diagnostic{{Path: append(path[:len(path):len(path)], "schema"), Message: "is not a schema: " + err.Error()}}
 	}
 	return r, nil
 }
@@ -216,72 +188,11 @@ func (r *rule) check(values map[string]any) []diag.Diagnostic {
 		switch {
 		case !f.set && r.required:
 			issues = append(issues, diag.Diagnostic{Path: f.path, Message: fmt.Sprintf("required by the profile (%s): %s", r.at, r.message)})
-		case f.set && r.compiled != nil && !r.accepts(f.value):
+		case f.set && r.schema != nil && !keeps(r.schema, f.value):
 			issues = append(issues, diag.Diagnostic{Path: f.path, Message: fmt.Sprintf("%s breaks a rule of the profile (%s; %s): %s", show(f.value), describe(r.schema), r.at, r.message)})
 		}
 	}
 	return issues
-}
-
-// accepts tells whether a value keeps the rule's schema.
-func (r *rule) accepts(value any) bool {
-	result, err := r.compiled.Validate(gojsonschema.NewGoLoader(value))
-	return err == nil && result.Valid()
-}
-
-// describe says in words what a rule's schema asks: "at most 8", "one of a
-// or b", "not matching ^docker.io/".
-func describe(s map[string]any) string {
-	var parts []string
-	for _, kw := range keywords {
-		v, ok := s[kw.name]
-		if !ok {
-			continue
-		}
-		switch kw.name {
-		case "const":
-			parts = append(parts, "exactly "+show(v))
-		case "enum":
-			var choices []string
-			for _, c := range v.([]any) {
-				choices = append(choices, show(c))
-			}
-			parts = append(parts, "one of "+strings.Join(choices, ", "))
-		case "minimum":
-			parts = append(parts, "at least "+number(v))
-		case "exclusiveMinimum":
-			parts = append(parts, "more than "+number(v))
-		case "maximum":
-			parts = append(parts, "at most "+number(v))
-		case "exclusiveMaximum":
-			parts = append(parts, "less than "+number(v))
-		case "multipleOf":
-			parts = append(parts, "a multiple of "+number(v))
-		case "pattern":
-			parts = append(parts, "matching "+v.(string))
-		case "minLength":
-			parts = append(parts, "at least "+number(v)+" characters")
-		case "maxLength":
-			parts = append(parts, "at most "+number(v)+" characters")
-		case "minItems":
-			parts = append(parts, "at least "+number(v)+" items")
-		case "maxItems":
-			parts = append(parts, "at most "+number(v)+" items")
-		case "uniqueItems":
-			if v == true {
-				parts = append(parts, "no item twice")
-			}
-		case "not":
-			parts = append(parts, "not "+describe(v.(map[string]any)))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// number writes a number of a rule as its profile would: 8, 0.5.
-func number(v any) string {
-	f, _ := v.(float64)
-	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // Check gives a diagnostic, at its key's path, for each of the settings'

@@ -185,7 +185,11 @@ func (v *Validator) validate(values map[string]any, ruleSchemas []*gojsonschema.
 	if err != nil {
 		return []diag.Diagnostic{{Message: "cannot validate the settings: " + err.Error()}}
 	}
-	valid := base.Valid()
+	errs := schemaErrors(base)
+	if part {
+		errs = slices.DeleteFunc(errs, func(e schemaError) bool { return e.Type() == "required" })
+	}
+	valid := len(errs) == 0
 	rules := make([]*gojsonschema.Result, len(ruleSchemas))
 	for i, r := range ruleSchemas {
 		if rules[i], err = r.Validate(loader); err != nil {
@@ -201,17 +205,13 @@ func (v *Validator) validate(values map[string]any, ruleSchemas []*gojsonschema.
 	if err != nil {
 		return append(issues, diag.Diagnostic{Message: "cannot explain the problems: " + err.Error()})
 	}
-	return append(issues, x.issues(base, rules, part)...)
+	return append(issues, x.issues(errs, rules)...)
 }
 
-// issues explains why the values are invalid: the base schema's errors, then
-// each broken rule's, one issue per key path; for a part of settings, none
-// about a key that is missing.
-func (x *explainer) issues(base *gojsonschema.Result, rules []*gojsonschema.Result, part bool) []diag.Diagnostic {
-	errs := schemaErrors(base)
-	if part {
-		errs = slices.DeleteFunc(errs, func(e schemaError) bool { return e.Type() == "required" })
-	}
+// issues explains why the values are invalid: the base schema's errors (for
+// a part of settings, none about a key that is missing), then each broken
+// rule's, one issue per key path.
+func (x *explainer) issues(errs []schemaError, rules []*gojsonschema.Result) []diag.Diagnostic {
 	issues := x.explain(errs)
 	reported := map[string]bool{}
 	for _, is := range issues {

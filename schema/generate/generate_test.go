@@ -15,7 +15,7 @@ import (
 func TestGeneratedFilesAreFresh(t *testing.T) {
 	files, err := generate(cases.Path(t))
 	require.NoError(t, err)
-	require.Len(t, files, 7)
+	require.Len(t, files, 8)
 	for name, want := range files {
 		got, err := os.ReadFile(cases.Path(t, name))
 		require.NoError(t, err)

@@ -10,6 +10,8 @@
 //	pkg/validate/validator.schema.json
 //	                          the schema without its annotations, which the
 //	                          generator's validator compiles
+//	schema/index.json         every key with its types and defaults, which a
+//	                          profile reads
 package main
 
 import (
@@ -66,6 +68,10 @@ func generate(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	index, err := schema.IndexOf(s.Keys())
+	if err != nil {
+		return nil, err
+	}
 	return map[string][]byte{
 		filepath.Join("chart", "values.schema.json"):              schema.JSON,
 		filepath.Join("schema", "editor.schema.json"):             editor,
@@ -74,5 +80,6 @@ func generate(root string) (map[string][]byte, error) {
 		filepath.Join("docs", "settings.md"):                      reference(s),
 		filepath.Join("chart", "README.md"):                       readme,
 		filepath.Join("pkg", "validate", "validator.schema.json"): validator,
+		filepath.Join("schema", "index.json"):                     index,
 	}, nil
 }
