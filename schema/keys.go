@@ -84,6 +84,11 @@ type Keys []Key
 // or indices (environmentVariables.name, environmentVariables[0].name), and
 // otherwise the path of the key it most likely means, or "".
 func (ks Keys) Find(name string) (key Key, ok bool, suggestion string) {
+	for _, k := range ks {
+		if k.Path == name {
+			return k, true, ""
+		}
+	}
 	var paths, lower []string
 	want := bracketless(name)
 	for _, k := range ks {

@@ -74,7 +74,7 @@ func IndexOf(keys Keys) ([]byte, error) {
 	for i, k := range keys {
 		entries[i] = indexEntry{Path: k.Path, Type: k.Type, Types: k.Types, Default: k.Default, KindDefaults: k.KindDefaults}
 	}
-	data, err := json.MarshalIndent(entries, "", " ")
+	data, err := json.Marshal(entries)
 	return append(data, '\n'), err
 }
 
