@@ -224,7 +224,10 @@ they bind the jobs that generator renders only.`,
 		Args:        cobra.ExactArgs(1),
 		Annotations: map[string]string{consequence: "nothing was rendered"},
 		RunE: run(func(_ *cobra.Command, args []string) error {
-			if everywhere == (namespace != "") {
+			switch {
+			case everywhere && namespace != "":
+				return settings.UsageError{Err: errors.New("--cluster and -n name two places; a profile applies to every namespace (--cluster) or to one (-n NAMESPACE)")}
+			case !everywhere && namespace == "":
 				return settings.UsageError{Err: errors.New("say where the profile applies: --cluster for every namespace, or -n NAMESPACE for one")}
 			}
 			sources, err := readProfiles(args)
