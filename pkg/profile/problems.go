@@ -42,7 +42,7 @@ func (p *Profile) check() diag.List {
 			if !f.set || r.schema == nil || keeps(r.schema, f.value) {
 				continue
 			}
-			if _, ours := valueAt(own.Values, f.path); ours {
+			if _, ours := settings.ValueAt(own.Values, f.path); ours {
 				problems = append(problems, own.Locate([]diag.Diagnostic{{Path: f.path,
 					Message: fmt.Sprintf("%s breaks the profile's own rule (%s; %s): %s; change the value, or the rule", show(f.value), describe(r.schema), r.at, r.message)}})...)
 				continue

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -259,7 +258,7 @@ func (p *Profile) layer() diag.List {
 	for _, pt := range p.parts {
 		var issues []diag.Diagnostic
 		for _, im := range append(p.imposed[:len(p.imposed):len(p.imposed)], pt.imposed...) {
-			if _, set := valueAt(pt.defaults.Values, im.path); set {
+			if _, set := settings.ValueAt(pt.defaults.Values, im.path); set {
 				issues = append(issues, diag.Diagnostic{Path: append(diag.Path{"defaults"}, im.path...), AtKey: true,
 					Message: fmt.Sprintf("%s is imposed by %s, and an imposed value is the default too; remove it here", im.path, im.at)})
 			}
@@ -381,30 +380,6 @@ func nodeAt(root *yaml.Node, path diag.Path) *yaml.Node {
 		n = childNode(n, seg)
 	}
 	return n
-}
-
-// valueAt is the value at path in values, and whether there is one.
-func valueAt(values map[string]any, path diag.Path) (any, bool) {
-	var cur any = values
-	for _, seg := range path {
-		switch c := cur.(type) {
-		case map[string]any:
-			next, ok := c[seg]
-			if !ok {
-				return nil, false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			cur = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
 }
 
 // same tells whether two values of settings are the same, whatever the Go

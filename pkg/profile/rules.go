@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
 )
 
@@ -203,7 +204,7 @@ func (p *Profile) Check(values map[string]any) []diag.Diagnostic {
 	values = withKindDefaults(values)
 	var issues []diag.Diagnostic
 	for _, im := range p.imposed {
-		got, _ := valueAt(values, im.path)
+		got, _ := settings.ValueAt(values, im.path)
 		path, got, want, ok := differs(im.path, got, im.value)
 		switch {
 		case !ok:

@@ -24,7 +24,7 @@ func (p *Profile) About(key string) []string {
 	if !strings.Contains(key, "[]") {
 		for i := len(p.parts) - 1; i >= 0; i-- {
 			pt := p.parts[i]
-			if v, ok := valueAt(pt.defaults.Values, path); ok {
+			if v, ok := settings.ValueAt(pt.defaults.Values, path); ok {
 				in := settings.Parsed(pt.source, pt.defaults.Node, pt.defaults.Values)
 				at := in.Locate([]diag.Diagnostic{{Path: path}})[0]
 				lines = append(lines, fmt.Sprintf("default %s (%s:%d)", show(v), at.Source, at.Line))

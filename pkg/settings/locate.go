@@ -57,7 +57,7 @@ func (in *Input) locate(d diag.Diagnostic) diag.Diagnostic {
 		for i := len(in.sources) - 1; i >= 0; i-- {
 			s := &in.sources[i]
 			if s.doc == nil {
-				if value, ok := valueAt(s.values, prefix); ok {
+				if value, ok := ValueAt(s.values, prefix); ok {
 					d.Source = s.name
 					if depth == len(d.Path) {
 						d.Message += s.setStringFix(d, value)
@@ -199,8 +199,9 @@ func lookupKey(m *yaml.Node, name string) (key, value *yaml.Node) {
 	return nil, nil
 }
 
-// valueAt returns the value at path in values, and whether there is one.
-func valueAt(values map[string]any, path diag.Path) (any, bool) {
+// ValueAt returns the value at path in values (map keys, and list indices),
+// and whether there is one.
+func ValueAt(values map[string]any, path diag.Path) (any, bool) {
 	var cur any = values
 	for _, seg := range path {
 		switch c := cur.(type) {
@@ -241,7 +242,7 @@ func (s *source) setStringFix(d diag.Diagnostic, value any) string {
 	if err != nil {
 		return ""
 	}
-	text, _ := valueAt(texts, d.Path)
+	text, _ := ValueAt(texts, d.Path)
 	return fmt.Sprintf("; --set reads %s as %s: for text, use --set-string %s=%s", text, kind, setKey(d.Path), text)
 }
 
