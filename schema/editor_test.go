@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,4 +221,85 @@ func TestInitModelineWorksOffline(t *testing.T) {
 	require.Equal(t, fileURI(filepath.Join(dir, "generator-0.1.0.schema.json")), schemas[0].URI)
 	require.Len(t, diagnostics, 1, "%+v", diagnostics)
 	require.Equal(t, strings.Count(text, "\n")-1, diagnostics[0].Range.Start.Line, "%+v", diagnostics)
+}
+
+// profilesUnseenByEditors are the bad profiles of testdata/profile/invalid
+// whose problem an editor checking the profile's schema cannot see, with the
+// reason: what generator profile validate checks beyond that schema.
+var profilesUnseenByEditors = map[string]string{
+	"chart-default-breaks-rule":  "a rule against the chart's defaults",
+	"default-and-imposed":        "a default against an imposed value",
+	"default-breaks-rule":        "a default against a rule",
+	"default-job-name":           "defaults are any settings to the schema; jobName is refused by the generator",
+	"default-wrong-type":         "defaults are any settings to the profile's schema; the settings' schema checks them",
+	"unknown-default":            "defaults are any settings to the profile's schema; the settings' schema checks them",
+	"imposed-in-list":            "a key is checked against the settings' keys",
+	"imposed-twice":              "keys unique across list items",
+	"not-yaml":                   "the editor's YAML parser reports an unclosed flow sequence where the file ends, the generator's where it opens",
+	"refined-changes-imposed":    "two profiles against each other",
+	"refined-default-on-imposed": "two profiles against each other",
+	"rule-bad-pattern":           "a pattern is checked as a Go regular expression",
+	"rule-enum-type":             "a rule's values against the type of its key",
+	"rule-keyword-type":          "a rule's keywords against the type of its key",
+	"rule-says-nothing":          "schema or required: one of two keys, checked by the generator",
+	"rule-unknown-key":           "a key is checked against the settings' keys",
+	"two-documents":              "the editor checks each document on its own",
+}
+
+// An editor helps write a profile too: yaml-language-server, given the
+// profile's schema (generator schema --profile), underlines nothing in the
+// profiles of testdata/profile, and in each bad profile of
+// testdata/profile/invalid it underlines the line of the generator's first
+// problem, unless the case is in profilesUnseenByEditors.
+func TestProfileSchemaInALanguageServer(t *testing.T) {
+	server := languageServer(t)
+	profileSchema := fileURI(cases.Path(t, "schema", "profile.schema.json"))
+	lsp := startLSP(t, cases.Path(t), map[string]any{
+		"yaml": map[string]any{
+			"validate":           true,
+			"schemas":            map[string]any{profileSchema: "*.yaml"},
+			"schemaStore":        map[string]any{"enable": false},
+			"kubernetesCRDStore": map[string]any{"enable": false},
+		},
+	}, server, "--stdio")
+	valid := []string{cases.Path(t, "testdata", "profile", "cluster.yaml"), cases.Path(t, "testdata", "profile", "team.yaml")}
+	invalid := cases.InvalidProfiles(t)
+	files := slices.Clone(valid)
+	for _, c := range invalid {
+		files = append(files, filepath.Join(c.Dir, "profile.yaml"))
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		lsp.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
+			"uri": fileURI(file), "languageId": "yaml", "version": 1, "text": string(data),
+		}})
+	}
+	diagnostics := lsp.waitForDiagnostics(t, files)
+	for _, file := range valid {
+		var schemas []struct{ URI string }
+		require.NoError(t, json.Unmarshal(lsp.call("yaml/get/jsonSchema", fileURI(file)), &schemas))
+		require.Len(t, schemas, 1, file)
+		require.Equal(t, profileSchema, schemas[0].URI, "%s names another schema in its first line", file)
+		require.Empty(t, diagnostics[fileURI(file)], "%s is a profile, and the editor underlines it", file)
+	}
+	for _, c := range invalid {
+		t.Run(c.Name, func(t *testing.T) {
+			expected, err := os.ReadFile(filepath.Join(c.Dir, "expected.txt"))
+			require.NoError(t, err)
+			place := regexp.MustCompile(`^profile\.yaml:(\d+):\d+: `).FindStringSubmatch(string(expected))
+			underlined := false
+			if place != nil {
+				line, _ := strconv.Atoi(place[1])
+				for _, d := range diagnostics[fileURI(filepath.Join(c.Dir, "profile.yaml"))] {
+					underlined = underlined || d.Range.Start.Line+1 == line
+				}
+			}
+			if reason, unseen := profilesUnseenByEditors[c.Name]; unseen {
+				require.False(t, underlined, "the editor underlines the generator's line after all: remove %s from profilesUnseenByEditors (%s)", c.Name, reason)
+				return
+			}
+			require.True(t, underlined, "the generator says\n%sand the editor underlines not that line: %+v", expected, diagnostics[fileURI(filepath.Join(c.Dir, "profile.yaml"))])
+		})
+	}
 }
