@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"sync"
 
@@ -35,31 +33,18 @@ func (f *inputFlags) fileProfile() (*profile.Profile, error) {
 }
 
 // readProfiles reads profile files, "-" standard input never: a profile is
-// the platform's, kept in a file or a cluster.
+// the platform's, kept in a file or a cluster. A file that cannot be read is
+// a wrong command line.
 func readProfiles(paths []string) ([]profile.Source, error) {
 	var sources []profile.Source
 	for _, path := range paths {
-		data, err := readLimited(path)
+		name, data, err := profile.File.ReadFile(path, nil)
 		if err != nil {
-			return nil, err
+			return nil, settings.UsageError{Err: err}
 		}
-		sources = append(sources, profile.Source{Name: path, Data: data})
+		sources = append(sources, profile.Source{Name: name, Data: data})
 	}
 	return sources, nil
-}
-
-// readLimited reads a profile file, and no more than settings.MaxFileSize+1
-// bytes of it: enough for the reader to tell that it is too big.
-func readLimited(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	var pathErr *fs.PathError
-	if errors.As(err, &pathErr) {
-		return nil, settings.UsageError{Err: fmt.Errorf("cannot read profile file %s: %w", path, pathErr.Err)}
-	}
-	if len(data) > settings.MaxFileSize+1 {
-		data = data[:settings.MaxFileSize+1]
-	}
-	return data, err
 }
 
 // clusterProfile reads the profile of the cluster for the jobs of a

@@ -95,7 +95,7 @@ func Load(opts Options) (*Input, error) {
 	in := &Input{}
 	var problems diag.List
 	for _, file := range opts.Files {
-		name, data, err := readFile(file, opts.Stdin)
+		name, data, err := SettingsFile.ReadFile(file, opts.Stdin)
 		if err != nil {
 			return nil, UsageError{err}
 		}
@@ -210,12 +210,12 @@ func settingsOf(arg string) []string {
 	return append(parts, arg[start:])
 }
 
-// readFile reads a settings file, or standard input for "-", and no more than
-// MaxFileSize+1 bytes of it: enough to tell that it is too big.
-func readFile(file string, stdin io.Reader) (name string, data []byte, err error) {
+// ReadFile reads a file of this kind, or standard input for "-", and no more
+// than MaxFileSize+1 bytes of it: enough to tell that it is too big.
+func (k Document) ReadFile(file string, stdin io.Reader) (name string, data []byte, err error) {
 	if file == "-" {
 		if stdin == nil {
-			return "<stdin>", nil, errors.New("-f -: no standard input to read")
+			return "<stdin>", nil, fmt.Errorf("%s -: no standard input to read", k.Flag)
 		}
 		data, err = io.ReadAll(io.LimitReader(stdin, MaxFileSize+1))
 		return "<stdin>", data, err
@@ -228,7 +228,7 @@ func readFile(file string, stdin io.Reader) (name string, data []byte, err error
 	if err != nil {
 		var pathErr *os.PathError
 		if errors.As(err, &pathErr) {
-			err = fmt.Errorf("cannot read settings file %s: %w", file, pathErr.Err)
+			err = fmt.Errorf("cannot read %s file %s: %w", k.Noun, file, pathErr.Err)
 		}
 	}
 	return file, data, err
