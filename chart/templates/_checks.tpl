@@ -11,7 +11,7 @@ torchwrap.manifest fails with them, or lists them for the generator.
 {{- /* torchwrap.problems: sets .found.list to the problems of every rule, in this order. */ -}}
 {{- define "torchwrap.problems" -}}
 {{- $_ := set . "found" (dict "list" list) -}}
-{{- range $rule := list "gpuLimit" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "podAnnotations" "customLabels" "podLabels" "exitCodes" "containerNames" "jobSetPodNames" -}}
+{{- range $rule := list "gpuLimit" "roceGdrResName" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "podAnnotations" "customLabels" "podLabels" "exitCodes" "containerNames" "jobSetPodNames" -}}
 {{- include (print "torchwrap.check." $rule) $ -}}
 {{- end -}}
 {{- end -}}
@@ -24,6 +24,14 @@ torchwrap.manifest fails with them, or lists them for the generator.
 {{- $problems = append $problems (dict "path" "limitGpusPerPod" "message" (printf "%d differs from numGpusPerPod (%d), and Kubernetes requires a GPU limit to equal its request; remove limitGpusPerPod" (int $v.limitGpusPerPod) (int $v.numGpusPerPod))) -}}
 {{- end -}}
 {{- $_ := set $.found "list" (concat $.found.list $problems) -}}
+{{- end -}}
+
+{{- /* torchwrap.check.roceGdrResName: the RDMA devices are not the accelerators. */ -}}
+{{- define "torchwrap.check.roceGdrResName" -}}
+{{- $v := .Values -}}
+{{- if and (gt (int $v.numRoceGdr) 0) (eq (toString $v.roceGdrResName) (toString $v.gpuResName)) -}}
+{{- $_ := set $.found "list" (append $.found.list (dict "path" "roceGdrResName" "message" (printf "%s is gpuResName, the accelerators numGpusPerPod asks for, not RDMA devices; set roceGdrResName to your cluster's RDMA resource (nvidia.com/roce_gdr, rdma/...), or remove numRoceGdr" $v.roceGdrResName))) -}}
+{{- end -}}
 {{- end -}}
 
 {{- /*

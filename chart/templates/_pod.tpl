@@ -96,13 +96,13 @@ training container, before those of torchwrap.env.
 {{- end -}}
 {{- end -}}
 
-{{- /* torchwrap.resources: requests and limits of the training container; zero GPU and RoCE counts are left out. */ -}}
+{{- /* torchwrap.resources: requests and limits of the training container; zero accelerator and RoCE counts are left out. */ -}}
 {{- define "torchwrap.resources" -}}
 {{- $requests := dict "cpu" .numCpusPerPod "memory" .totalMemoryPerPod -}}
 {{- $limits := dict "cpu" (.limitCpusPerPod | default .numCpusPerPod) "memory" (.limitMemoryPerPod | default .totalMemoryPerPod) -}}
 {{- if gt (int .numGpusPerPod) 0 -}}
-{{- $_ := set $requests "nvidia.com/gpu" .numGpusPerPod -}}
-{{- $_ := set $limits "nvidia.com/gpu" .numGpusPerPod -}}
+{{- $_ := set $requests .gpuResName .numGpusPerPod -}}
+{{- $_ := set $limits .gpuResName .numGpusPerPod -}}
 {{- end -}}
 {{- if gt (int .numRoceGdr) 0 -}}
 {{- $gdr := .roceGdrResName | default "nvidia.com/roce_gdr" -}}
