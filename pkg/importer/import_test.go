@@ -1,6 +1,8 @@
 package importer_test
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,6 +10,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/pkg/importer"
+	"github.com/torchwrap/generator/testdata/cases"
 )
 
 // settingsOf imports a job file of one job and reads the settings written.
@@ -238,4 +241,27 @@ func dig(v any, keys ...string) any {
 		v = m[k]
 	}
 	return v
+}
+
+// Another vendor's accelerator becomes gpuResName, an RDMA device the RoCE
+// GDR settings, and any other extended resource is listed, not carried.
+func TestAcceleratorsAreCarried(t *testing.T) {
+	// A real T9k job on Hygon DCUs (github.com/t9k/examples).
+	dcu, err := os.ReadFile(cases.Path(t, "testdata", "t9k-examples", "t9k-examples__dcu-yolov5-job-2x4xdp.yaml"))
+	require.NoError(t, err)
+	values, res := settingsOf(t, string(dcu))
+	assert.Equal(t, "hygon.com/dcu", values["gpuResName"])
+	assert.Equal(t, float64(4), values["numGpusPerPod"])
+	assert.NotContains(t, values, "roceGdrResName")
+	for _, lost := range paths(res.Lost) {
+		assert.NotContains(t, lost, "resources", "render gives back the job's requests and limits")
+	}
+
+	job := strings.ReplaceAll(pytorchJob("[torchrun, train.py]"), "nvidia.com/gpu: 4", "amd.com/gpu: 8\n                rdma/rdma_shared_device_a: 1\n                example.com/fpga: 1")
+	values, res = settingsOf(t, job)
+	assert.Equal(t, "amd.com/gpu", values["gpuResName"])
+	assert.Equal(t, float64(8), values["numGpusPerPod"])
+	assert.Equal(t, "rdma/rdma_shared_device_a", values["roceGdrResName"])
+	assert.Equal(t, float64(1), values["numRoceGdr"])
+	assert.Contains(t, paths(res.Lost), `spec.pytorchReplicaSpecs.Master.template.spec.containers[0].resources.limits["example.com/fpga"]`)
 }

@@ -3,9 +3,11 @@ package importer
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/torchwrap/generator/pkg/accelerator"
 	"github.com/torchwrap/generator/pkg/cluster"
 )
 
@@ -168,12 +170,30 @@ func quantity(resource string, v any) any {
 	return v
 }
 
-// roceResource is the extended resource of RoCE GDR: the one the training
-// container requests beyond CPUs, memory, GPUs and the node's own.
+// resources are the names of the resources the training container asks
+// for, in its limits and its requests.
+func (r *reading) resources() []string {
+	names := slices.Collect(maps.Keys(mapOf(dig(r.main, "resources", "limits"))))
+	for name := range mapOf(dig(r.main, "resources", "requests")) {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// accelerator is the accelerator resource of the training container (an
+// accelerator.Vendors one), "" when it asks for none.
+func (r *reading) accelerator() string { return accelerator.Pick(r.resources()) }
+
+// roceResource is the extended resource of RoCE GDR: the one RDMA resource
+// the training container asks for (its name says rdma or roce). Another
+// extended resource has no setting: the comparison lists it, not carried.
 func (r *reading) roceResource() string {
 	var found []string
-	for name := range mapOf(dig(r.main, "resources", "limits")) {
-		if strings.Contains(name, "/") && name != gpuResource && !strings.HasPrefix(name, "hugepages-") {
+	for _, name := range r.resources() {
+		lower := strings.ToLower(name)
+		if strings.Contains(name, "/") && (strings.Contains(lower, "rdma") || strings.Contains(lower, "roce")) {
 			found = append(found, name)
 		}
 	}
@@ -295,7 +315,7 @@ func (r *reading) hostExpression() map[string]any {
 
 // gpus is the GPUs of the training container.
 func (r *reading) gpus() int {
-	v, _ := r.request(gpuResource)
+	v, _ := r.request(r.accelerator())
 	n, _ := strconv.Atoi(fmt.Sprint(v))
 	return n
 }

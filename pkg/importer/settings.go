@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/torchwrap/generator/pkg/accelerator"
 	"github.com/torchwrap/generator/pkg/cluster"
 )
 
@@ -22,7 +23,6 @@ const (
 	sshHostsVolume   = "github-known-hosts"
 	sshKeyPath       = "/tmp/.ssh/keys"
 	sshHostsPath     = "/tmp/.ssh/hosts"
-	gpuResource      = "nvidia.com/gpu"
 	roceResource     = "nvidia.com/roce_gdr"
 	networksNote     = "k8s.v1.cni.cncf.io/networks"
 	groupAnnotation  = "kueue.x-k8s.io/podset-group-name"
@@ -113,11 +113,15 @@ var readers = map[string]func(r *reading) (any, bool){
 		}
 		return float64(r.j.numPods()), true
 	},
-	"numCpusPerPod":     func(r *reading) (any, bool) { return r.request("cpu") },
-	"numGpusPerPod":     func(r *reading) (any, bool) { return r.request(gpuResource) },
+	"numCpusPerPod": func(r *reading) (any, bool) { return r.request("cpu") },
+	"numGpusPerPod": func(r *reading) (any, bool) { return r.request(r.accelerator()) },
+	"gpuResName": func(r *reading) (any, bool) {
+		name := r.accelerator()
+		return name, name != "" && name != accelerator.Default
+	},
 	"totalMemoryPerPod": func(r *reading) (any, bool) { return r.request("memory") },
 	"limitCpusPerPod":   func(r *reading) (any, bool) { return r.limit("cpu") },
-	"limitGpusPerPod":   func(r *reading) (any, bool) { return r.limit(gpuResource) },
+	"limitGpusPerPod":   func(r *reading) (any, bool) { return r.limit(r.accelerator()) },
 	"limitMemoryPerPod": func(r *reading) (any, bool) { return r.limit("memory") },
 	"roceGdrResName": func(r *reading) (any, bool) {
 		name := r.roceResource()
