@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/torchwrap/generator/pkg/accelerator"
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/schema"
 )
@@ -113,6 +114,7 @@ func Check(values map[string]any) []diag.Diagnostic {
 			warn(diag.Path{"torchrun", "extraOptions", strconv.Itoa(i)}, kubernetesVariables(vars, "torchrun options are passed without a shell", fixed))
 		}
 	}
+	accelerators(values, warn)
 	if first := firstWord(values["mainProgram"]); first != "" && !(values["jobKind"] == "DeepSpeedJob" && launch(values) == "exec") {
 		switch first {
 		case "torchrun", "deepspeed":
@@ -122,6 +124,32 @@ func Check(values map[string]any) []diag.Diagnostic {
 		}
 	}
 	return found
+}
+
+// accelerators warns of the settings made for NVIDIA's GPUs in a job of
+// another accelerator, and of NCCL across MIG slices.
+func accelerators(values map[string]any, warn func(diag.Path, string)) {
+	name, _ := values["gpuResName"].(string)
+	vendor, known := accelerator.Of(name)
+	if pods, _ := values["numPods"].(float64); vendor.Name == "NVIDIA MIG slice" && pods > 1 {
+		warn(diag.Path{"gpuResName"}, "NCCL does not support MIG slices (github.com/NVIDIA/nccl/issues/1716): pods on slices may fail to meet with the nccl backend; use the gloo backend, or whole GPUs (nvidia.com/gpu)")
+	}
+	if accelerator.IsNVIDIA(name) {
+		return
+	}
+	what := name
+	if known {
+		what = vendor.Name + "s (" + name + ")"
+	}
+	if checks, _ := values["autopilotHealthChecks"].([]any); len(checks) > 0 {
+		warn(diag.Path{"autopilotHealthChecks"}, fmt.Sprintf("IBM Autopilot runs its health checks on NVIDIA's GPU nodes only, not beside %s: these checks never run; remove autopilotHealthChecks", what))
+	}
+	if cm, _ := values["topologyFileConfigMap"].(string); cm != "" {
+		warn(diag.Path{"topologyFileConfigMap"}, fmt.Sprintf("is the topology file of nvidia-topologyd, a map of NVIDIA's GPUs and NICs for NCCL, given to a job of %s; remove it unless your administrator made this one for them", what))
+	}
+	if cm, _ := values["ncclGdrEnvConfigMap"].(string); cm != "" && known && !vendor.NCCL {
+		warn(diag.Path{"ncclGdrEnvConfigMap"}, fmt.Sprintf("holds NCCL's variables, which %s, the collective library of %s, does not read; remove it, and set that library's own variables with environmentVariables", vendor.Collective, what))
+	}
 }
 
 // withoutShell says why mainProgram runs without a shell, as the container's

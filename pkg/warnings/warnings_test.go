@@ -170,3 +170,34 @@ func TestVariablesInADeepSpeedJob(t *testing.T) {
 		"deepspeed": map[string]any{"otherArgs": []any{"--bind_cores_to_rank", "--master_port=$(PORT)"}}}))
 	require.Empty(t, check(map[string]any{"jobKind": "DeepSpeedJob", "mainProgram": "train.py --data /data"}))
 }
+
+// The settings made for NVIDIA's GPUs are warned of in a job of another
+// accelerator, but the NCCL variables where its library reads them (AMD's
+// RCCL); several pods on MIG slices are warned of NCCL.
+func TestSettingsForNVIDIAInAJobOfAnotherAccelerator(t *testing.T) {
+	nvidiaOnly := map[string]any{
+		"jobKind": "PyTorchJob", "numPods": float64(2), "autopilotHealthChecks": []any{"pciebw"},
+		"topologyFileConfigMap": "nvidia-topo-gdr", "ncclGdrEnvConfigMap": "nccl-netwk-env-vars",
+	}
+	for resource, want := range map[string][]string{
+		"nvidia.com/gpu":         nil,
+		"nvidia.com/mig-1g.10gb": {"gpuResName"},
+		"amd.com/gpu":            {"autopilotHealthChecks", "topologyFileConfigMap"},
+		"habana.ai/gaudi":        {"autopilotHealthChecks", "topologyFileConfigMap", "ncclGdrEnvConfigMap"},
+		"huawei.com/Ascend910":   {"autopilotHealthChecks", "topologyFileConfigMap", "ncclGdrEnvConfigMap"},
+		"example.com/npu":        {"autopilotHealthChecks", "topologyFileConfigMap"},
+	} {
+		values := map[string]any{"gpuResName": resource}
+		for k, v := range nvidiaOnly {
+			values[k] = v
+		}
+		var paths []string
+		for _, d := range warnings.Check(values) {
+			paths = append(paths, d.Path.String())
+			if d.Path.String() != "gpuResName" {
+				require.Contains(t, d.Message, resource)
+			}
+		}
+		require.Equal(t, want, paths, resource)
+	}
+}
