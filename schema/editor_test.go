@@ -57,6 +57,7 @@ var unseenByEditors = map[string]string{
 	"exitcodes-in-both":             "a chart check: compares two lists",
 	"limit-cpu-below-request":       "a chart check: compares two quantities",
 	"limit-memory-below-request":    "a chart check: compares two quantities",
+	"roce-gdr-is-the-accelerator":   "a chart check: compares two values",
 	"initcontainers-name-pytorch":   "a chart check: names against the training container's",
 	"initcontainers-name-twice":     "a chart check: names unique across list items",
 	"limitgpus-differs":             "a chart check: compares two values",
