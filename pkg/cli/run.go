@@ -18,6 +18,7 @@ import (
 	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/local"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/schema"
 )
 
 // runFlags are generator run's own flags.
@@ -166,7 +167,7 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 	case ctx.Err() != nil:
 		return stopped{"stopped: every pod's processes were ended"}
 	}
-	fmt.Fprintf(s.Err, "%s succeeded here: %d pods\n", result.name, len(pods))
+	fmt.Fprintf(s.Err, "%s succeeded here: %s\n", result.name, schema.Count(len(pods), "pod"))
 	return nil
 }
 

@@ -67,6 +67,7 @@ func (s Status) summary() string {
 //	  unseen:    attempts 1 and 2 failed unseen: ...
 //	  why:       FoundFailedPods
 //	  pods:      ready 0/2; 1 succeeded, 1 failed
+//	  gpus:      16 nvidia.com/gpu
 //	  queue:     LocalQueue team-a, ClusterQueue team-a-cq
 //	  workload:  appwrapper-demo-7d9f2
 func (s Status) Lines() string {
@@ -106,6 +107,9 @@ func (s Status) Lines() string {
 		excerpt(*s.Failure)
 	}
 	line("pods", s.Pods.String())
+	if s.GPUs > 0 {
+		line("gpus", fmt.Sprintf("%d %s", s.GPUs, s.GPUResource))
+	}
 	line("problem", oneLine(s.Pods.Problem))
 	var queue []string
 	if s.Queue != "" {

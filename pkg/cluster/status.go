@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/torchwrap/generator/pkg/accelerator"
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
@@ -119,8 +120,10 @@ type Status struct {
 	// Retries is how many times the job was reset after a failure
 	// (AppWrapper's resettingCount, JobSet's restarts, T9k's backoffCount).
 	Retries int64 `json:"retries,omitempty"`
-	// GPUs are the GPUs (nvidia.com/gpu) the whole job requests.
-	GPUs int64 `json:"gpus"`
+	// GPUs are the accelerators the whole job requests, of GPUResource:
+	// nvidia.com/gpu, or another that accelerator.Vendors knows.
+	GPUs        int64  `json:"gpus"`
+	GPUResource string `json:"gpuResource,omitempty"`
 	// Created is when the job was created.
 	Created time.Time `json:"created,omitzero"`
 	// Generator is the version of the chart that rendered the job, from
@@ -322,8 +325,8 @@ func picture(obj *unstructured.Unstructured, podList []corev1.Pod, wl *workload)
 		Created: obj.GetCreationTimestamp().Time, Generator: obj.GetAnnotations()[Marker]}
 	if job, err := JobOf(obj); err == nil {
 		s.Pods.Expected = job.Pods()
-		gpus := job.Requests()["nvidia.com/gpu"]
-		s.GPUs = gpus.Value()
+		name, gpus := accelerator.In(job.Requests())
+		s.GPUs, s.GPUResource = gpus.Value(), string(name)
 	}
 	if err := k.state(&s, obj); err != nil {
 		return s, fmt.Errorf("reading the status of %s %q: %w", s.Kind, s.Name, err)

@@ -539,6 +539,20 @@ func TestStatusLines(t *testing.T) {
 	}
 }
 
+// The accelerators of a job are counted, of whatever vendor, and named.
+func TestStatusCountsAccelerators(t *testing.T) {
+	for resource, want := range map[string]string{"nvidia.com/gpu": "24 nvidia.com/gpu", "amd.com/gpu": "24 amd.com/gpu", "huawei.com/Ascend910": "24 huawei.com/Ascend910"} {
+		job := strings.Replace(trainJob(false, "{}"), "nvidia.com/gpu: 8", resource+": 8, rdma/roce_gdr: 1", 1)
+		s, err := cluster(t, nil, job).Status(context.Background(), Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.GPUs != 24 || s.GPUResource != resource || !strings.Contains(s.Lines(), "\n  gpus:      "+want+"\n") {
+			t.Errorf("%s: GPUs %d of %q, lines:\n%s", resource, s.GPUs, s.GPUResource, s.Lines())
+		}
+	}
+}
+
 // What the user may not read is said, and the rest is still shown.
 func TestStatusForbidden(t *testing.T) {
 	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {

@@ -51,7 +51,7 @@ type Fake struct {
 
 // Resources are the fake cluster's APIs, by group version: resource → kind.
 var Resources = map[string]map[string]string{
-	"v1":                      {"pods": "Pod", "events": "Event", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace"},
+	"v1":                      {"pods": "Pod", "events": "Event", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace", "nodes": "Node"},
 	"scheduling.k8s.io/v1":    {"priorityclasses": "PriorityClass"},
 	"storage.k8s.io/v1":       {"storageclasses": "StorageClass"},
 	"authorization.k8s.io/v1": {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
@@ -70,6 +70,11 @@ const BaseObjects = `
 apiVersion: v1
 kind: Namespace
 metadata: {name: ml}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: gpu-node-0}
+status: {allocatable: {cpu: 64, memory: 1Ti, nvidia.com/gpu: 8}}
 ---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: LocalQueue

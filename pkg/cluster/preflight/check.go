@@ -25,6 +25,7 @@ import (
 var (
 	priorityClasses = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
 	namespaces      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	nodes           = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 	claims          = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
 	secrets         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	configMaps      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -88,6 +89,8 @@ func checkOn(ctx context.Context, c *cluster.Client, job *cluster.Job, values ma
 	wg.Go(func() { k.queue(ctx) })
 	if mk != nil {
 		wg.Go(func() { k.workers(ctx, mk) })
+	} else {
+		wg.Go(func() { k.accelerators(ctx) })
 	}
 	for _, r := range k.references(ctx) {
 		if mk == nil || !podsOnly[r.gvr] {

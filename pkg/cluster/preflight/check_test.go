@@ -216,6 +216,48 @@ func TestCheckAJobKueueDoesNotManage(t *testing.T) {
 	}, check(t, clustertest.Fake{Unmanaged: true}, helloworld+"wrapper: none\n"))
 }
 
+// The accelerators a pod asks for: some node must offer them, as many, and
+// the ClusterQueue must have quota for them; both findings name the
+// resource, at numGpusPerPod.
+func TestCheckTheAccelerators(t *testing.T) {
+	require.Equal(t, []string{
+		`settings.yaml:4:16: numGpusPerPod: ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") has no quota for amd.com/gpu, which the job requests (2 pods × 8 in all): Kueue will never admit it; ask an administrator to add amd.com/gpu to it, or name a LocalQueue whose ClusterQueue covers it`,
+		`settings.yaml:4:16: numGpusPerPod: no node of the cluster offers amd.com/gpu (of its 1 node): the pods would never be scheduled; check gpuResName (ask an administrator which accelerators the nodes have), or set numGpusPerPod: 0`,
+	}, check(t, clustertest.Fake{}, helloworld+"gpuResName: amd.com/gpu\n"))
+	require.Equal(t, []string{
+		`settings.yaml:4:16: numGpusPerPod: each pod asks for 16 nvidia.com/gpu, but no node offers more than 8 (1 node of 1): the pods would never be scheduled; ask for 8 or fewer a pod, and more pods`,
+	}, check(t, clustertest.Fake{}, strings.Replace(helloworld, "numGpusPerPod: 8", "numGpusPerPod: 16", 1)))
+	amd := `
+apiVersion: v1
+kind: Node
+metadata: {name: amd-node-0}
+status: {allocatable: {cpu: 64, memory: 1Ti, amd.com/gpu: 8}}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: amd-queue}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu, memory, amd.com/gpu]
+    flavors:
+    - name: amd
+      resources:
+      - {name: cpu, nominalQuota: 512}
+      - {name: memory, nominalQuota: 4Ti}
+      - {name: amd.com/gpu, nominalQuota: 16}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: amd-queue, namespace: ml}
+spec: {clusterQueue: amd-queue}
+`
+	require.Empty(t, check(t, clustertest.Fake{Objects: amd}, helloworld+"gpuResName: amd.com/gpu\nqueueName: amd-queue\n"))
+	// Without GPUs, nodes are not asked about.
+	require.Empty(t, check(t, clustertest.Fake{React: func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("list", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) { panic("nodes listed") })
+	}}, strings.Replace(helloworld, "numGpusPerPod: 8", "numGpusPerPod: 0", 1)))
+}
+
 func TestCheckWhatTheUserMayNotDoOrRead(t *testing.T) {
 	forbidden := func(resource string) func(*dynamicfake.FakeDynamicClient) {
 		return func(dyn *dynamicfake.FakeDynamicClient) {
@@ -230,6 +272,13 @@ func TestCheckWhatTheUserMayNotDoOrRead(t *testing.T) {
 	require.Equal(t, []string{
 		`settings.yaml:1:1: could not check: queueName: the quota of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue"): you may not read ClusterQueues (RBAC)`,
 	}, check(t, clustertest.Fake{React: forbidden("clusterqueues")}, helloworld))
+	require.Equal(t, []string{
+		`settings.yaml:4:16: could not check: numGpusPerPod: the nodes that offer nvidia.com/gpu: you may not read Nodes (RBAC)`,
+	}, check(t, clustertest.Fake{React: func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("list", "nodes", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", errors.New("RBAC"))
+		})
+	}}, helloworld))
 }
 
 func TestCheckWhatTheAPIServerRefuses(t *testing.T) {

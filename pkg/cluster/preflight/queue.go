@@ -273,7 +273,7 @@ func (k *checker) resourcePath(name string) diag.Path {
 		return diag.Path{"numCpusPerPod"}
 	case "memory":
 		return diag.Path{"totalMemoryPerPod"}
-	case "nvidia.com/gpu":
+	case text(k.values, "gpuResName"):
 		return diag.Path{"numGpusPerPod"}
 	case gdr:
 		return diag.Path{"numRoceGdr"}
