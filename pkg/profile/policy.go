@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/torchwrap/generator/pkg/accelerator"
 )
 
 // The API server's side of a profile: its rules and imposed values, where
@@ -44,11 +46,28 @@ var fields = map[string]field{
 	"initContainers[].image": {name: "initContainerImage", scope: initContainer, value: "c.?image"},
 }
 
-// A container's GPUs: its limit, else its request, a quantity.
-const (
-	gpusAsked = "c.?resources.?limits[?'nvidia.com/gpu'].hasValue() || c.?resources.?requests[?'nvidia.com/gpu'].hasValue()"
-	gpusOf    = "quantity(string(c.?resources.?limits[?'nvidia.com/gpu'].orValue(c.?resources.?requests[?'nvidia.com/gpu'].orValue(dyn(0))))).asInteger()"
+// A container's GPUs: the accelerators of its limits, else of its requests,
+// of any vendor accelerator.Vendors knows.
+var (
+	gpusAsked = "c.?resources.?limits.orValue({}).exists(k, " + isAccelerator + ") || c.?resources.?requests.orValue({}).exists(k, " + isAccelerator + ")"
+	gpusOf    = "[c.?resources.?limits.orValue({}).exists(k, " + isAccelerator + ") ? c.?resources.?limits.orValue({}) : c.?resources.?requests.orValue({})]" +
+		".map(m, m.filter(k, " + isAccelerator + ").map(k, quantity(string(m[k])).asInteger()).sum())[0]"
+	isAccelerator = acceleratorTest()
 )
+
+// acceleratorTest is the CEL test of a resource name k: an accelerator.
+func acceleratorTest() string {
+	var names, prefixes []string
+	for _, v := range accelerator.Vendors {
+		for _, n := range v.Resources {
+			names = append(names, strconv.Quote(n))
+		}
+		for _, p := range v.Prefixes {
+			prefixes = append(prefixes, strconv.Quote(p))
+		}
+	}
+	return fmt.Sprintf("(k in [%s] || [%s].exists(p, k.startsWith(p)))", strings.Join(names, ", "), strings.Join(prefixes, ", "))
+}
 
 // scope is a level of the objects, each inside the one before: the object
 // admitted (an AppWrapper, or a job alone), each job (an AppWrapper's

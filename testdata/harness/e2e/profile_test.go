@@ -96,6 +96,8 @@ func TestProfilePolicyOnARealAPIServer(t *testing.T) {
 			{name: "as the profiles want"},
 			{name: "6 GPUs a pod", values: map[string]string{"GPUS": "6"}, team: []string{teamGPUs}},
 			{name: "16 GPUs a pod", values: map[string]string{"GPUS": "16"}, team: []string{clusterGPUs, teamGPUs}, other: []string{clusterGPUs}},
+			{name: "16 AMD GPUs a pod", values: map[string]string{"GPUS": "16", "ACCEL": "amd.com/gpu"}, team: []string{clusterGPUs, teamGPUs}, other: []string{clusterGPUs}},
+			{name: "16 Ascend NPUs a pod", values: map[string]string{"GPUS": "16", "ACCEL": "huawei.com/Ascend910"}, team: []string{clusterGPUs, teamGPUs}, other: []string{clusterGPUs}},
 			{name: "100 pods", values: map[string]string{"SCALE": "100"}, team: []string{clusterPods}, other: []string{clusterPods}},
 			{name: "high-priority", values: map[string]string{"PRIORITY": "high-priority"}, team: []string{teamPriority}, not: []string{"trainjob"}},
 			{name: "a priority the cluster has not", values: map[string]string{"PRIORITY": "urgent"}, team: []string{clusterPriority, teamPriority}, other: []string{clusterPriority}, not: []string{"trainjob"}},
@@ -146,7 +148,7 @@ func byHand(t *testing.T, kind string, values map[string]string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(cases.Path(t, "testdata", "profile", "objects", kind+".yaml"))
 	require.NoError(t, err)
-	all := map[string]string{"QUEUE": "kueue.x-k8s.io/queue-name: team-a-queue", "PRIORITY": "default-priority", "IMAGE": "ghcr.io/team/train:1", "GPUS": "2", "SCALE": "1"}
+	all := map[string]string{"QUEUE": "kueue.x-k8s.io/queue-name: team-a-queue", "PRIORITY": "default-priority", "IMAGE": "ghcr.io/team/train:1", "GPUS": "2", "ACCEL": "nvidia.com/gpu", "SCALE": "1"}
 	for k, v := range values {
 		all[k] = v
 	}
