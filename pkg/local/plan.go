@@ -15,6 +15,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/torchwrap/generator/pkg/accelerator"
+	"github.com/torchwrap/generator/schema"
 )
 
 // Options say where the job's pods run and what stands for the cluster's
@@ -412,14 +415,17 @@ func (m mapped) read(kind, name string) (map[string]string, error) {
 // notes say what differs here from the cluster.
 func notes(pods []Pod, links []link) []string {
 	var n []string
-	asked := 0
+	asked, vendor := 0, accelerator.Vendors[0]
 	for _, p := range pods {
 		for _, c := range p.Pod.Spec.Containers {
-			q := c.Resources.Limits["nvidia.com/gpu"]
-			asked = max(asked, int(q.Value()))
+			name, q := accelerator.In(c.Resources.Limits)
+			if int(q.Value()) > asked {
+				asked = int(q.Value())
+				vendor, _ = accelerator.Of(string(name))
+			}
 		}
 	}
-	if note := gpuNote(asked, len(pods), machineGPUs()); note != "" {
+	if note := gpuNote(vendor.Name, asked, len(pods), vendor.Here()); note != "" {
 		n = append(n, note)
 	}
 	n = append(n, fmt.Sprintf("each pod is at an address of the loopback range (%s for %s), and the pods' names in their variables are given as those addresses", pods[0].Pod.Status.PodIP, pods[0].Label()))
@@ -434,22 +440,16 @@ func notes(pods []Pod, links []link) []string {
 	return append(n, fmt.Sprintf("the pods share this machine's network and files: %s %s one for all pods; no namespaces isolate them", strings.Join(shared, ", "), verb))
 }
 
-// gpuNote says how the job's GPUs (asked a pod, of pods) meet this
-// machine's (here): none, fewer, enough.
-func gpuNote(asked, pods, here int) string {
+// gpuNote says how the job's accelerators, devices of a vendor (asked a
+// pod, of pods), meet this machine's (here): none, fewer, enough.
+func gpuNote(device string, asked, pods, here int) string {
 	switch {
 	case asked == 0:
 		return ""
 	case here == 0:
-		return fmt.Sprintf("no GPU here (the job asks %d a pod): its processes run on CPU, so the program must choose a backend that runs there (gloo, not nccl)", asked)
+		return fmt.Sprintf("no %s here (the job asks %d a pod): its processes run on CPU, so the program must choose a backend that runs there (gloo)", device, asked)
 	case here < asked*pods:
-		return fmt.Sprintf("this machine has %d GPU(s), fewer than the job's %d (%d a pod): every pod sees all of them, so fewer processes may be needed (--set torchrun.nprocPerNode=1, --pods 1)", here, asked*pods, asked)
+		return fmt.Sprintf("this machine has %s, fewer than the job's %d (%d a pod): every pod sees all of them, so fewer processes may be needed (--set torchrun.nprocPerNode=1, --pods 1)", schema.Count(here, device), asked*pods, asked)
 	}
-	return fmt.Sprintf("the pods share this machine's %d GPUs (the job asks %d a pod): every pod sees all of them", here, asked)
-}
-
-// machineGPUs counts NVIDIA's devices here.
-func machineGPUs() int {
-	devices, _ := filepath.Glob("/dev/nvidia[0-9]*")
-	return len(devices)
+	return fmt.Sprintf("the pods share this machine's %s (the job asks %d a pod): every pod sees all of them", schema.Count(here, device), asked)
 }

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/torchwrap/generator/pkg/accelerator"
 	"github.com/torchwrap/generator/pkg/cluster"
 )
 
@@ -353,7 +354,7 @@ func trainJobPods(trainJob map[string]any, name, namespace string) ([]Pod, error
 	nproc := "auto"
 	if _, ok := trainer["numProcPerNode"]; ok {
 		nproc = fmt.Sprint(count(trainer, "numProcPerNode"))
-	} else if gpus := resources.Limits["nvidia.com/gpu"]; gpus.IsZero() {
+	} else if _, devices := accelerator.In(resources.Limits); devices.IsZero() {
 		cpus := resources.Limits.Cpu()
 		if cpus.IsZero() {
 			cpus = resources.Requests.Cpu()

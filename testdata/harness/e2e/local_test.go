@@ -130,7 +130,7 @@ func TestRunLocal(t *testing.T) {
 			}
 			allRanks(t, localRanks(t, r.stdout), n)
 			require.Contains(t, r.stderr, "runs here, as processes of this machine: its programs stand for the image ghcr.io/foundation-model-stack/base:pytorch-latest-nightly-20230126")
-			require.Contains(t, r.stderr, "no GPU here (the job asks 2 a pod): its processes run on CPU, so the program must choose a backend that runs there (gloo, not nccl)")
+			require.Contains(t, r.stderr, "no NVIDIA GPU here (the job asks 2 a pod): its processes run on CPU, so the program must choose a backend that runs there (gloo)")
 		})
 	}
 
