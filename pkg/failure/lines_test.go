@@ -77,3 +77,21 @@ func TestReadLines(t *testing.T) {
 	require.True(t, Read(nil).Empty())
 	require.True(t, Read([]string{"epoch 1, loss 0.3"}).Empty())
 }
+
+// torchrun 2.11's own output, from a GPU (testdata/torchrun-2.11/README.md),
+// reads as the cause run --local gave there.
+func TestReadTorchrun211(t *testing.T) {
+	read := func(name string) Cause {
+		data, err := os.ReadFile(filepath.Join("testdata", "torchrun-2.11", name))
+		require.NoError(t, err)
+		return Read(strings.Split(strings.TrimRight(string(data), "\n"), "\n"))
+	}
+	require.Equal(t, Cause{Rank: ptr(0), LocalRank: ptr(0), ExitCode: ptr(1), Error: "ValueError: bad lr 3.0"}, read("raise.log"))
+	oom := read("oom.log")
+	require.True(t, strings.HasPrefix(oom.Error, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00 GiB."), oom.Error)
+	require.Equal(t, Cause{Rank: ptr(0), LocalRank: ptr(0), ExitCode: ptr(1), Error: oom.Error}, oom)
+	kill := read("kill.log")
+	require.Equal(t, Cause{Rank: ptr(0), LocalRank: ptr(0), Signal: "SIGKILL"}, kill)
+	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1)), Cause: kill}
+	require.Equal(t, "rank 0 (master-0, local rank 0) was killed by SIGKILL", f.String())
+}
