@@ -30,13 +30,15 @@ func (s Status) summary() string {
 	if more := s.aside(); len(more) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(more, ", "))
 	}
-	switch s.State {
-	case Admitted, Running:
+	switch {
+	case s.Pods.Unread && (s.State == Admitted || s.State == Running):
+		b.WriteString(", pods not read")
+	case s.State == Admitted || s.State == Running:
 		fmt.Fprintf(&b, ", pods ready %d/%d", s.Pods.Ready, s.Pods.Expected)
 		if s.Pods.Succeeded > 0 {
 			fmt.Fprintf(&b, " (%d succeeded)", s.Pods.Succeeded)
 		}
-	case Succeeded:
+	case s.State == Succeeded:
 		if s.Pods.Succeeded > 0 {
 			fmt.Fprintf(&b, ", pods succeeded %d/%d", s.Pods.Succeeded, s.Pods.Expected)
 		}
@@ -206,6 +208,9 @@ func (s Status) why() string {
 }
 
 func (p Pods) String() string {
+	if p.Unread {
+		return fmt.Sprintf("not read (%d expected)", p.Expected)
+	}
 	text := fmt.Sprintf("ready %d/%d", p.Ready, p.Expected)
 	var counts []string
 	for _, c := range []struct {

@@ -86,8 +86,8 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	default:
 		note("Kueue Workloads: %v", err)
 	}
-	pods, err := c.podIndex(ctx, opts.Namespace)
-	switch {
+	pods, podsErr := c.podIndex(ctx, opts.Namespace)
+	switch err := podsErr; {
 	case err == nil:
 	case c.Unreached(err) != nil:
 		return out, c.Unreached(err)
@@ -112,8 +112,9 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 			unread[worker.Name] = true
 			note("pods on worker cluster %s: %v", worker.Name, err)
 		}
+		podsRead := err == nil && (holder != c || podsErr == nil) && (holder == c || !unread[worker.Name])
 		s, err := picture(obj, index.of(obj), wl)
-		s.Worker = worker
+		s.Worker, s.Pods.Unread = worker, !podsRead
 		if err != nil {
 			// One job whose status cannot be read does not hide the others.
 			note("%v", err)
@@ -230,7 +231,11 @@ func (l Listing) Table(allNamespaces, wide bool, now time.Time) string {
 	}
 	fmt.Fprintln(w, strings.Join(columns, "\t"))
 	for _, s := range l.Jobs {
-		row := []string{s.Name, s.Kind, string(s.State), dash(s.Queue), dash(count(s.Position)), fmt.Sprintf("%d/%d", s.Pods.Ready, s.Pods.Expected),
+		pods := fmt.Sprintf("%d/%d", s.Pods.Ready, s.Pods.Expected)
+		if s.Pods.Unread {
+			pods = fmt.Sprintf("?/%d", s.Pods.Expected)
+		}
+		row := []string{s.Name, s.Kind, string(s.State), dash(s.Queue), dash(count(s.Position)), pods,
 			fmt.Sprint(s.GPUs), fmt.Sprint(s.Retries), age(s.Created, now)}
 		if workers {
 			worker := "-"

@@ -173,6 +173,18 @@ func TestListErrors(t *testing.T) {
 		`TrainJobs: you may not list them in namespace "ml" (RBAC: list on trainjobs.trainer.kubeflow.org)`,
 		`Kueue Workloads: you may not list them in namespace "ml" (RBAC: list on workloads.kueue.x-k8s.io): why a job waits is not known`,
 	}, list.Notes)
+	// Pods the user may not list are not counted as none.
+	client = listed(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("RBAC"))
+		})
+	})
+	list, err = client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	for _, s := range list.Jobs {
+		require.True(t, s.Pods.Unread, s.Name)
+	}
+	require.Contains(t, list.Table(false, false, time.Now()), " ?/")
 	// Kinds the cluster does not serve are not listed.
 	client = fake(t, clustertest.Fake{Objects: appWrapper("{}"), Without: []string{"batch.tensorstack.dev/v1beta1", "jobset.x-k8s.io/v1alpha2"}})
 	_, err = client.List(context.Background(), ListOptions{Namespace: "ml", Everyone: true})

@@ -173,6 +173,9 @@ type Pods struct {
 	// Problem is what keeps a pod from starting: no node for it, an image
 	// that cannot be pulled, a container that crashes over and over.
 	Problem string `json:"problem,omitempty"`
+	// Unread: the pods could not be read (the status's notes say why), and
+	// the counts above are not theirs.
+	Unread bool `json:"unread,omitempty"`
 }
 
 // Status reads the picture of a submitted job: the job, its Kueue Workload,
@@ -285,13 +288,16 @@ func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured) (Stat
 	}
 	on, worker, err := c.holder(ctx, wl)
 	var podList []corev1.Pod
+	podsRead := false
 	if err == nil {
 		podList, err = on.podsOf(ctx, obj)
+		podsRead = err == nil
 		if err := on.note(&notes, "its pods", err); err != nil {
 			worker.Unread = err.Error()
 		}
 	}
 	s, err := picture(obj, podList, wl)
+	s.Pods.Unread = !podsRead
 	s.Notes = append(s.Notes, notes...)
 	s.holder, s.Worker = on, worker
 	if err != nil {

@@ -566,7 +566,7 @@ func TestStatusForbidden(t *testing.T) {
 	}
 	want := `AppWrapper "demo" in namespace "ml": Queued
   why:       Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed
-  pods:      ready 0/2
+  pods:      not read (2 expected)
   queue:     LocalQueue team-a
   workload:  appwrapper-demo-7d9f2
   not read:  its pods: you may not read them (RBAC)

@@ -189,7 +189,10 @@ func TestStatusOfADispatchedJobOnAWorkerNotReached(t *testing.T) {
 	s, err := manager.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
 	require.NoError(t, err, "the manager's picture stands")
 	require.Equal(t, Running, s.State)
-	require.Equal(t, 0, s.Pods.Running)
+	require.True(t, s.Pods.Unread, "the pods on the worker were not read")
+	// The pods' line says they were not read, rather than counting none.
+	require.Contains(t, s.Lines(), "  pods:      not read (2 expected)\n")
+	require.Equal(t, "AppWrapper demo: Running on worker cluster worker1, pods not read", s.Line())
 	require.Contains(t, s.Lines(), "  worker:    worker1: not read: no context of your kubeconfig reaches worker cluster worker1: add a context named worker1, or pass --worker worker1=CONTEXT\n")
 }
 
