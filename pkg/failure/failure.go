@@ -40,6 +40,11 @@ type Failure struct {
 	Message string `json:"message,omitempty"`
 	// At is when it ended, or was seen.
 	At time.Time `json:"at,omitzero"`
+	// Deletion says that the pod was deleted while its container ran, and
+	// what the cluster tells of why: its DisruptionTarget condition (an
+	// eviction, a preemption, a drain), or that it tells nothing (a person
+	// or a controller deleted it); "" for a pod not deleted.
+	Deletion string `json:"deletion,omitempty"`
 	// Cause is what its lines say; Lines are its last lines.
 	Cause Cause    `json:"cause,omitzero"`
 	Lines []string `json:"lines,omitempty"`
@@ -71,7 +76,7 @@ var imageReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": tru
 // when terminationMessagePolicy is FallbackToLogsOnError.
 func FromPod(pod *corev1.Pod, member string) []Failure {
 	var out []Failure
-	base := Failure{Pod: pod.Name, Member: member, Node: pod.Spec.NodeName}
+	base := Failure{Pod: pod.Name, Member: member, Node: pod.Spec.NodeName, Deletion: deletion(pod)}
 	for _, c := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
 		// The instance before the last restart, then the last.
 		instances := []struct {
@@ -146,9 +151,25 @@ func FromEvent(e *corev1.Event, pod *corev1.Pod, member string) (Failure, bool) 
 	return Failure{}, false
 }
 
+// deletion says why a pod was deleted, as its DisruptionTarget condition
+// tells (EvictionByEvictionAPI: Eviction API: evicting), or that nothing
+// tells; "" when it is not being deleted.
+func deletion(pod *corev1.Pod) string {
+	if pod.DeletionTimestamp == nil {
+		return ""
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return withMessage("DisruptionTarget "+c.Reason, c.Message)
+		}
+	}
+	return "the cluster does not say by whom: a person, or a controller"
+}
+
 // lostNode is the failure of a pod whose node stopped answering.
 func lostNode(pod *corev1.Pod, base Failure, message string, at time.Time) Failure {
 	base.Key = fmt.Sprintf("%s/node", pod.UID)
+	base.Deletion = ""
 	base.Reason, base.Message, base.At = NodeNotReady, message, at
 	return base
 }
@@ -185,10 +206,11 @@ func (f *Failure) SetLines(lines []string) {
 }
 
 // consequence tells whether the failure likely follows from another: a
-// container stopped by SIGTERM (its job was being reset, or preempted), or
-// a process that lost its peer.
+// container stopped by SIGTERM (its job was being reset, or preempted) in a
+// pod not deleted, or a process that lost its peer. A deleted pod is a
+// cause, unless Root finds it the consequence of a preemption.
 func (f Failure) consequence() bool {
-	return f.Signal == "SIGTERM" || f.Cause.Error != "" && peerLost.MatchString(f.Cause.Error) && f.Cause.Shell == ""
+	return f.Signal == "SIGTERM" && f.Deletion == "" || f.Cause.Error != "" && peerLost.MatchString(f.Cause.Error) && f.Cause.Shell == ""
 }
 
 // Who names what failed: "rank 3 (worker-1, local rank 1)", "worker-1
@@ -232,8 +254,15 @@ func (f Failure) String() string {
 	}
 	c := f.Cause
 	var text string
+	if f.Deletion != "" {
+		pod := Failure{Pod: f.Pod, Member: f.Member}
+		text = fmt.Sprintf("%s was deleted while it ran (%s); then ", pod.Who(), f.Deletion)
+		if c.Rank == nil {
+			who = "its container " + f.Container
+		}
+	}
 	if c.Shell != "" {
-		text = fmt.Sprintf("%s: %s (a command of the launch script); then ", f.containerWho(), c.Shell)
+		text += fmt.Sprintf("%s: %s (a command of the launch script); then ", f.containerWho(), c.Shell)
 		if c.Rank == nil {
 			who = "the container"
 		}

@@ -88,6 +88,17 @@ func TestFailureOfAPod(t *testing.T) {
 	require.Equal(t, "worker-1 failed (Evicted): The node was low on resource: ephemeral-storage.", only(t, FromPod(evicted, "worker-1")).String())
 
 	require.Empty(t, FromPod(pod("job-worker-2", corev1.ContainerStatus{Name: "pytorch", State: corev1.ContainerState{Terminated: terminated(0, "Completed", "", start)}}), "worker-2"))
+
+	// A pod deleted while it ran (kubectl delete pod): its deletion, then
+	// the signal; evicted through the Eviction API (a drain), its
+	// DisruptionTarget condition says so.
+	deletedPod := pod("job-master-0", corev1.ContainerStatus{Name: "pytorch", State: corev1.ContainerState{Terminated: terminated(143, "Error", "", start)}})
+	deletedPod.DeletionTimestamp = &metav1.Time{Time: start}
+	require.Equal(t, "master-0 was deleted while it ran (the cluster does not say by whom: a person, or a controller); then its container pytorch was killed by SIGTERM (exit code 143)",
+		only(t, FromPod(deletedPod, "master-0")).String())
+	deletedPod.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"}}
+	require.Equal(t, "master-0 was deleted while it ran (DisruptionTarget EvictionByEvictionAPI: Eviction API: evicting); then its container pytorch was killed by SIGTERM (exit code 143)",
+		only(t, FromPod(deletedPod, "master-0")).String())
 }
 
 func only(t *testing.T, fs []Failure) Failure {
@@ -121,6 +132,20 @@ func TestRootOfAnAttempt(t *testing.T) {
 	root, _ = Attempt{Failures: []Failure{preempted, raised}}.Root()
 	require.Equal(t, "a", root.Key)
 	require.Equal(t, "attempt 1: nothing failed was seen", Attempt{Number: 1}.Headline())
+
+	// A pod deleted while it ran is the cause of what follows: the others
+	// lose it, and torchrun's rendezvous fails; SIGTERMs of the reset come
+	// after.
+	deleted := stopped
+	deleted.Key, deleted.Deletion, deleted.At = "d", "the cluster does not say by whom: a person, or a controller", start.Add(-time.Second)
+	rendezvous := Failure{Key: "e", Pod: "job-worker-0", Member: "worker-0", Container: "pytorch", Reason: "Error", ExitCode: exit(1), At: start.Add(time.Second),
+		Cause: Cause{Torchrun: "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError"}}
+	root, _ = Attempt{Failures: []Failure{rendezvous, stopped, deleted}}.Root()
+	require.Equal(t, "d", root.Key)
+	// In an attempt Kueue preempted, the pods deleted are its consequence.
+	preempted.At = start.Add(-2 * time.Second)
+	root, _ = Attempt{Failures: []Failure{deleted, preempted}}.Root()
+	require.Equal(t, "job/preempted", root.Key)
 }
 
 // What a follower prints as it notices a failure: the line, then the lines

@@ -36,16 +36,18 @@ func (s Story) Attempt(n int) (Attempt, bool) {
 // preemption by Kueue when it is the latest failure (the job ran again
 // after an earlier one); else the first to end of those that are not
 // consequences of another (a container stopped by SIGTERM, a process that
-// lost its peer); else the first to end.
+// lost its peer, a pod deleted in an attempt Kueue preempted); else the
+// first to end.
 func (a Attempt) Root() (Failure, bool) {
 	if len(a.Failures) == 0 {
 		return Failure{}, false
 	}
 	failures := slices.Clone(a.Failures)
 	slices.SortStableFunc(failures, func(x, y Failure) int { return x.At.Compare(y.At) })
+	preempted := slices.ContainsFunc(failures, func(f Failure) bool { return f.Reason == Preempted })
 	var causes []Failure
 	for _, f := range failures {
-		if !f.consequence() {
+		if !f.consequence() && !(preempted && f.Deletion != "") {
 			causes = append(causes, f)
 		}
 	}
