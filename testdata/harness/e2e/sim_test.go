@@ -73,6 +73,7 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("jobset", s.jobSet)
 			t.Run("trainjob", s.trainJob)
 			t.Run("topology", s.topology)
+			t.Run("accelerators", s.accelerators)
 			t.Run("multikueue", s.multiKueue)
 		})
 	})
