@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // Each line goes after its pod's label, padded to the widest label; the
@@ -44,6 +46,34 @@ func TestLogsFollowedUntilTheJobFails(t *testing.T) {
 	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" failed; see it with generator status demo -n ml`)
 	require.Empty(t, out.String(), "the job has no pods")
 	require.Equal(t, "AppWrapper demo: Failed: FoundFailedPods\n", errOut.String())
+}
+
+// The logs of a finished job whose pods are gone: the attempts kept on
+// this machine, and the last one's lines; or that none was kept.
+func TestLogsOfAJobWhosePodsAreGone(t *testing.T) {
+	client := fakeCluster(t, "{phase: Failed, resettingCount: 1, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}")
+	client.Keeper = &failure.Keeper{Dir: t.TempDir()}
+	var out, errOut strings.Builder
+	require.NoError(t, showLogs(context.Background(), Streams{Out: &out, Err: &errOut}, client, cluster.LogRequest{Ref: demo}, false))
+	require.Empty(t, out.String())
+	require.Equal(t, "no logs: its pods are gone: AppWrapper demo: Failed (1 retry): FoundFailedPods\n"+
+		"nothing of its pods was kept on this machine (only what generator submit --wait, logs -f and status saw while its pods were there is kept); generator status demo -n ml says what the cluster still tells\n", errOut.String())
+
+	job := failure.Job{Cluster: client.Server, Namespace: "ml", Name: "demo", UID: "aw-uid"}
+	for n, text := range []string{"ValueError: bad lr 3.0", "ValueError: bad lr 30.0"} {
+		code := int32(1)
+		f := failure.Failure{Key: fmt.Sprint(n), Pod: "demo-master-0", Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: &code}
+		f.SetLines([]string{"step 1", "Traceback (most recent call last):", text})
+		_, err := client.Keeper.Keep(job, n+1, 2, f)
+		require.NoError(t, err)
+	}
+	out.Reset()
+	errOut.Reset()
+	require.NoError(t, showLogs(context.Background(), Streams{Out: &out, Err: &errOut}, client, cluster.LogRequest{Ref: demo}, false))
+	require.Equal(t, "[master-0] step 1\n[master-0] Traceback (most recent call last):\n[master-0] ValueError: bad lr 30.0\n", out.String())
+	require.Equal(t, "no logs: its pods are gone: AppWrapper demo: Failed (1 retry): FoundFailedPods\n"+
+		"kept on this machine: the failed pods of attempts 1 and 2; the last lines of attempt 2 follow; generator logs demo -n ml --attempt N prints attempt N\n"+
+		"attempt 2 of 2 failed: master-0 (container pytorch) exited 1: ValueError: bad lr 30.0; no retries left\n", errOut.String())
 }
 
 func TestListOutputs(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/failure"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/schema"
 )
 
 func newLogs(s Streams) *cobra.Command {
@@ -50,6 +51,9 @@ on this machine.
 --attempt N prints what was kept of attempt N (1 for the first run, 2 after
 the first retry) once its pods are gone: the last lines of each pod that
 failed in it, as seen by submit --wait, logs -f or status while it failed.
+Without it, the logs of a finished job whose pods are gone are the last
+attempt's kept lines, which say why it ended as it did, after a line that
+names the attempts kept.
 
 Name the job as status does, or give its settings with --values (-f is
 --follow here, as in kubectl logs).
@@ -130,14 +134,54 @@ func showKept(ctx context.Context, s Streams, client *cluster.Client, req cluste
 	if !ok {
 		kept := "nothing was kept of any attempt"
 		if len(story.Attempts) > 0 {
-			numbers := make([]string, len(story.Attempts))
-			for i, a := range story.Attempts {
-				numbers[i] = fmt.Sprint(a.Number)
-			}
-			kept = "what was kept is of attempts " + strings.Join(numbers, ", ")
+			kept = "what was kept is of " + attempts(story)
 		}
-		return fmt.Errorf("nothing was kept of attempt %d of the %s on this machine (%s): only what generator submit --wait, logs -f and status saw while its pods were there is kept", n, req.Ref, kept)
+		return fmt.Errorf("nothing was kept of attempt %d of the %s on this machine (%s): %s", n, req.Ref, kept, keptOnly)
 	}
+	writeKept(s, req, a)
+	return nil
+}
+
+// keptOnly says what is kept of a job's failed pods.
+const keptOnly = "only what generator submit --wait, logs -f and status saw while its pods were there is kept"
+
+// attempts names the attempts kept of a job: "attempts 1 and 2".
+func attempts(story failure.Story) string {
+	numbers := make([]string, len(story.Attempts))
+	for i, a := range story.Attempts {
+		numbers[i] = fmt.Sprint(a.Number)
+	}
+	if len(numbers) == 1 {
+		return "attempt " + numbers[0]
+	}
+	return "attempts " + schema.AndList(numbers)
+}
+
+// showGone says what is left of a finished job whose pods are gone: the
+// attempts kept on this machine, each with the command that prints it,
+// and the last one's lines, which say why the job ended as it did.
+func showGone(ctx context.Context, s Streams, client *cluster.Client, req cluster.LogRequest) error {
+	story, err := client.Kept(ctx, req.Ref)
+	if err != nil {
+		return err
+	}
+	if len(story.Attempts) == 0 {
+		fmt.Fprintf(s.Err, "nothing of its pods was kept on this machine (%s); %s says what the cluster still tells\n", keptOnly, statusCommand(req.Ref))
+		return nil
+	}
+	last := story.Attempts[len(story.Attempts)-1]
+	others := ""
+	if len(story.Attempts) > 1 {
+		others = fmt.Sprintf("; generator logs %s -n %s --attempt N prints attempt N", req.Ref.Name, req.Ref.Namespace)
+	}
+	fmt.Fprintf(s.Err, "kept on this machine: the failed pods of %s; the last lines of attempt %d follow%s\n", attempts(story), last.Number, others)
+	writeKept(s, req, last)
+	return nil
+}
+
+// writeKept writes an attempt's headline on standard error, then the lines
+// kept of each of its failed pods that the request selects.
+func writeKept(s Streams, req cluster.LogRequest, a failure.Attempt) {
 	fmt.Fprintln(s.Err, a.Headline())
 	w := logWriter{w: s.Out}
 	width := 0
@@ -156,7 +200,6 @@ func showKept(ctx context.Context, s Streams, client *cluster.Client, req cluste
 			w.line(cluster.LogLine{Pod: f.Pod, Label: label(f), Text: text, Width: width})
 		}
 	}
-	return nil
 }
 
 // label names a failed pod as logs does: its member, else its name.
@@ -172,13 +215,16 @@ func label(f failure.Failure) string {
 // fails when the job failed, as submit --wait does.
 func showLogs(ctx context.Context, s Streams, client *cluster.Client, req cluster.LogRequest, color bool) error {
 	w := logWriter{w: s.Out, color: color}
-	last, err := client.Logs(ctx, req, w.line, func(note string) { fmt.Fprintln(s.Err, note) },
+	printed := false
+	last, err := client.Logs(ctx, req, func(l cluster.LogLine) { printed = true; w.line(l) }, func(note string) { fmt.Fprintln(s.Err, note) },
 		func(n cluster.Noticed) { fmt.Fprintln(s.Err, noticed(n)) })
 	switch {
 	case errors.Is(err, context.Canceled):
 		return stopped{fmt.Sprintf("stopped following the logs of the %s (%s); the job goes on", req.Ref, seen(last))}
 	case err != nil:
 		return err
+	case !req.Follow && !printed && last.State.Finished():
+		return showGone(ctx, s, client, req)
 	case !req.Follow:
 		return nil
 	}

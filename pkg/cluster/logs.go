@@ -185,7 +185,9 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 				switch {
 				case f.streams > 0 || req.Follow:
 				case s.Worker != nil && s.State.Finished():
-					f.note(fmt.Sprintf("no logs: the pods ran on worker cluster %s, where MultiKueue deletes them once the job has finished (generator status tells why a job failed, from what a follower kept): %s", s.Worker.Name, s.Line()))
+					f.note(fmt.Sprintf("no logs: the pods ran on worker cluster %s, where MultiKueue deletes them once the job has finished: %s", s.Worker.Name, s.Line()))
+				case s.State.Finished():
+					f.note("no logs: its pods are gone: " + s.Line())
 				default:
 					f.note("no logs yet: " + s.Line())
 				}

@@ -244,7 +244,7 @@ func TestLogsOfADispatchedJobThatFinished(t *testing.T) {
 	reaching(manager, worker, map[string]string{"worker1": "https://10.0.0.2:6443"}, nil, "")
 	_, notes, _, err := logs(t, manager, LogRequest{})
 	require.NoError(t, err)
-	require.Equal(t, []string{"no logs: the pods ran on worker cluster worker1, where MultiKueue deletes them once the job has finished (generator status tells why a job failed, from what a follower kept): AppWrapper demo: Succeeded"}, notes)
+	require.Equal(t, []string{"no logs: the pods ran on worker cluster worker1, where MultiKueue deletes them once the job has finished: AppWrapper demo: Succeeded"}, notes)
 }
 
 func TestListOfDispatchedJobs(t *testing.T) {
