@@ -9,15 +9,25 @@ of mainProgram into words for the kinds that run it without a shell.
 {{- /*
 torchwrap.setupScript: the lines every launch script starts with: Sakkara's rank
 when Sakkara schedules the pods, then the user's setupCommands, in order; a
-command written as a YAML block (- |) ends in a newline, which is dropped.
+command written as a YAML block (- |) ends in a newline, which is dropped. With
+setupErrexit, the setup commands run under set -e, and the shell stops at the
+first that fails, with its exit status; set +e after them leaves torchrun's line
+as it was.
 */ -}}
 {{- define "torchwrap.setupScript" -}}
+{{- $errexit := and .setupErrexit .setupCommands }}
+{{- if $errexit }}
+set -e
+{{- end }}
 {{- if eq (include "torchwrap.sakkara" .) "true" }}
 echo "Sakkara schedules this job: RANK is the rank Sakkara assigned (${SAKKARA_RANK})"
 export RANK=$SAKKARA_RANK
 {{- end }}
 {{- range .setupCommands }}
 {{ trimSuffix "\n" . }}
+{{- end }}
+{{- if $errexit }}
+set +e
 {{- end }}
 {{- end -}}
 

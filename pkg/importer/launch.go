@@ -12,6 +12,7 @@ import (
 // setup commands, then torchrun with its options and the program it starts.
 type launch struct {
 	setup    []string       // setupCommands
+	errexit  bool           // setupErrexit: the setup commands between set -e and set +e
 	program  string         // mainProgram; "" when no torchrun line was found
 	torchrun map[string]any // torchrun's settings: maxRestarts, rdzvBackend, extraOptions
 	nproc    string         // --nproc_per_node as written; "" when not given
@@ -76,17 +77,28 @@ func readScript(script string) launch {
 		}
 	}
 	if last < 0 {
-		return launch{setup: lines, note: "no torchrun line: the commands are carried as setupCommands, with no mainProgram"}
+		setup, on := errexit(lines)
+		return launch{setup: setup, errexit: on, note: "no torchrun line: the commands are carried as setupCommands, with no mainProgram"}
 	}
 	if last != len(lines)-1 {
-		return launch{setup: lines, note: "the script goes on after torchrun: it is carried whole as setupCommands, with no mainProgram"}
+		setup, on := errexit(lines)
+		return launch{setup: setup, errexit: on, note: "the script goes on after torchrun: it is carried whole as setupCommands, with no mainProgram"}
 	}
 	l := readTorchrun(lines[last])
-	l.setup = lines[:last]
+	l.setup, l.errexit = errexit(lines[:last])
 	if ours {
 		l.note = "read back from the generator's launch script"
 	}
 	return l
+}
+
+// errexit reads the lines setupErrexit puts around the setup commands, set
+// -e before them and set +e after: the commands between them, and true.
+func errexit(setup []string) ([]string, bool) {
+	if len(setup) >= 2 && setup[0] == "set -e" && setup[len(setup)-1] == "set +e" {
+		return setup[1 : len(setup)-1], true
+	}
+	return setup, false
 }
 
 // logicalLines splits a script into its lines, a line that ends in a

@@ -181,6 +181,7 @@ var readers = map[string]func(r *reading) (any, bool){
 		}
 		return cmds, cmds != nil
 	},
+	"setupErrexit": func(r *reading) (any, bool) { return r.launch.errexit, r.launch.errexit },
 	"mainProgram": func(r *reading) (any, bool) {
 		if r.j.kind == "DeepSpeedJob" {
 			_, words := r.deepspeedRun()
