@@ -53,6 +53,9 @@ func (p *progress) notice(n cluster.Noticed) {
 // noticed says a failure noticed while a job is followed, in a few lines:
 // what failed, in which attempt, and the lines of its log that say why.
 func noticed(n cluster.Noticed) string {
+	if n.Setup != nil {
+		return n.Setup.Tell(n.Attempt, n.Of)
+	}
 	text := failure.Tell(n.Attempt, n.Of, n.Failure)
 	if n.NotKept != nil {
 		text += "\n  (not kept on this machine: " + n.NotKept.Error() + ")"

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/failure"
 	"github.com/torchwrap/generator/pkg/local"
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/schema"
@@ -152,7 +153,11 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 		defer cancel()
 	}
 	w := logWriter{w: s.Out, color: terminalWidth(s.Out) > 0 && os.Getenv("NO_COLOR") == ""}
-	failed, err := plan.Run(ctx, w.line, local.Grace)
+	setupFailed := map[string]bool{}
+	failed, err := plan.Run(ctx, w.line, func(e failure.SetupError) {
+		setupFailed[e.Pod] = true
+		fmt.Fprintln(s.Err, e)
+	}, local.Grace)
 	switch {
 	case err != nil:
 		return err
@@ -167,7 +172,11 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 	case ctx.Err() != nil:
 		return stopped{"stopped: every pod's processes were ended"}
 	}
-	fmt.Fprintf(s.Err, "%s succeeded here: %s\n", result.name, schema.Count(len(pods), "pod"))
+	fmt.Fprintf(s.Err, "%s succeeded here: %s", result.name, schema.Count(len(pods), "pod"))
+	if n := len(setupFailed); n > 0 {
+		fmt.Fprintf(s.Err, ", though a setup command failed in %d of them (above)", n)
+	}
+	fmt.Fprintln(s.Err)
 	return nil
 }
 

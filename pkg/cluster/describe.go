@@ -109,6 +109,9 @@ func (s Status) Lines() string {
 		excerpt(*s.Failure)
 	}
 	line("pods", s.Pods.String())
+	for _, e := range s.Setup {
+		line("setup", e.String())
+	}
 	if s.GPUs > 0 {
 		line("gpus", fmt.Sprintf("%d %s", s.GPUs, s.GPUResource))
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,9 @@ type Noticed struct {
 	Failure     failure.Failure
 	// NotKept says why the failure could not be kept on this machine.
 	NotKept error
+	// Setup, instead of a failure, is a setup command that failed in a pod
+	// whose launch went on (or stopped, under setupErrexit); not kept.
+	Setup *failure.SetupError
 }
 
 // tailLines is how much of a failed container's log is read for its cause:
@@ -49,10 +53,13 @@ type failures struct {
 	// Warning events in its namespace.
 	podEvents, warnings *lasting
 	// seen are the job's pods seen, by uid; attempts the attempt each pod
-	// failed in; noticed the keys of the failures noticed.
+	// failed in; noticed the keys of the failures noticed; scanned the
+	// containers whose logs are read for failed setup commands (scans).
 	seen     map[types.UID]*corev1.Pod
 	attempts map[types.UID]int
 	noticed  map[string]bool
+	scanned  map[string]bool
+	scans    *atomic.Int64
 }
 
 // reading is the job as its follower last read it, which the watch of its
@@ -79,9 +86,14 @@ func (r *reading) get() *unstructured.Unstructured {
 // them (on), and then, until ctx ends, notices each failure they show: a
 // pod that fails once the follower has read the job is seen, however soon
 // it is deleted. Without a watch (not allowed, say), it notices nothing.
-func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed)) {
+//
+// It also reads the start of the log of each pod's training container, as
+// it starts, for the setup commands that failed there, which it notices
+// too; scans counts those reads.
+func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), scans *atomic.Int64) {
 	obj := job.get()
-	w := &failures{client: c, pods: on, job: job, notice: notice, seen: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{}}
+	w := &failures{client: c, pods: on, job: job, notice: notice, seen: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{},
+		scanned: map[string]bool{}, scans: scans}
 	var err error
 	w.podEvents, err = on.lastingWatch(ctx, pods, obj.GetNamespace(), metav1.ListOptions{LabelSelector: kindOf(obj).selector(obj.GetName())})
 	if err != nil {
@@ -216,11 +228,29 @@ func (l *lasting) seen(event watch.Event, into any) bool {
 
 func (l *lasting) stop() { l.current.Stop() }
 
-// pod notices the failures a pod shows.
+// pod notices the failures a pod shows, and once its training container
+// has started, the setup commands that fail in it.
 func (w *failures) pod(ctx context.Context, pod *corev1.Pod) {
 	for _, f := range failure.FromPod(pod, w.member(pod)) {
 		w.add(ctx, pod, f)
 	}
+	obj := w.job.get()
+	name := kindOf(obj).trainingContainer(obj.Object, pod)
+	status, ok := containerStatus(pod, name)
+	launch, isLaunch := launchOf(pod, name)
+	key := fmt.Sprintf("%s/%s/%d", pod.UID, name, status.RestartCount)
+	if !ok || !isLaunch || status.State.Running == nil && status.State.Terminated == nil || w.scanned[key] {
+		return
+	}
+	w.scanned[key] = true
+	number, of, member := attempt(obj), runs(obj), w.member(pod)
+	w.scans.Add(1)
+	go func() {
+		defer w.scans.Add(-1)
+		w.pods.setupErrors(ctx, pod, name, member, launch, status.State.Running != nil, func(e failure.SetupError) {
+			w.notice(Noticed{Attempt: number, Of: of, Setup: &e})
+		})
+	}()
 }
 
 func (w *failures) member(pod *corev1.Pod) string { return memberOf(w.job.get(), pod) }

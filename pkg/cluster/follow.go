@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -83,6 +84,9 @@ type noticing struct {
 	latest      failure.Attempt
 	seen        *failure.Failure
 	preemptions map[string]bool
+	// scans counts the watch's reads of logs for failed setup commands
+	// under way.
+	scans atomic.Int64
 }
 
 func (c *Client) noticing(ref Ref, notice func(Noticed)) *noticing {
@@ -112,7 +116,7 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 			case n.noticed <- x:
 			case <-ctx.Done():
 			}
-		})
+		}, &n.scans)
 	}
 	if f, ok := preemption(*s); ok && !n.preemptions[f.Key] {
 		n.preemptions[f.Key] = true
@@ -132,6 +136,11 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 			}
 		}
 	}
+	if s.State.Finished() {
+		if err := n.settle(ctx); err != nil {
+			return err
+		}
+	}
 	if n.seen == nil {
 		n.seen = s.Failure
 	}
@@ -139,6 +148,28 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 		s.Failure = n.seen
 		if root, ok := n.latest.Root(); ok {
 			s.Failure = &root
+		}
+	}
+	return nil
+}
+
+// settle waits a while (noticeGrace) for the reads of setup commands
+// under way to end, noticing meanwhile: a job that ends soon after its
+// setup is not left before they are told. The error is ctx's when ctx
+// ended first.
+func (n *noticing) settle(ctx context.Context) error {
+	grace := time.After(noticeGrace)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for n.scans.Load() > 0 {
+		select {
+		case x := <-n.noticed:
+			n.add(x)
+		case <-tick.C:
+		case <-grace:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil
@@ -161,6 +192,10 @@ func (n *noticing) wait(ctx context.Context, d time.Duration) error {
 }
 
 func (n *noticing) add(x Noticed) {
+	if x.Setup != nil {
+		n.notice(x)
+		return
+	}
 	if x.Attempt > n.latest.Number {
 		n.latest = failure.Attempt{Number: x.Attempt}
 	}

@@ -30,6 +30,8 @@ type LogOptions struct {
 	TailLines *int64
 	// SinceSeconds keeps the lines of the last seconds only; nil for all.
 	SinceSeconds *int64
+	// LimitBytes keeps the first bytes only; nil for all.
+	LimitBytes *int64
 }
 
 // LogSource reads a container's log: the API server's pods/log, or a fake
@@ -54,6 +56,9 @@ func (r restLogs) Log(ctx context.Context, namespace, pod string, o LogOptions) 
 	}
 	if o.SinceSeconds != nil {
 		req.Param("sinceSeconds", strconv.FormatInt(*o.SinceSeconds, 10))
+	}
+	if o.LimitBytes != nil {
+		req.Param("limitBytes", strconv.FormatInt(*o.LimitBytes, 10))
 	}
 	return req.Stream(ctx)
 }

@@ -126,6 +126,9 @@ type Status struct {
 	GPUResource string `json:"gpuResource,omitempty"`
 	// Created is when the job was created.
 	Created time.Time `json:"created,omitzero"`
+	// Setup are the setup commands that failed in the pods there are, as
+	// the start of their logs says (Status only).
+	Setup []failure.SetupError `json:"setup,omitempty"`
 	// Generator is the version of the chart that rendered the job, from
 	// its marker annotation (torchwrap.dev/generator-version); "" for a
 	// job made otherwise.
@@ -205,6 +208,9 @@ func (c *Client) Status(ctx context.Context, ref Ref) (Status, error) {
 		warnings = recent(append(warnings, there...))
 	}
 	s.Warnings = warnings
+	if s.holder != nil {
+		s.Setup = s.holder.setupOf(ctx, obj, podList)
+	}
 	c.story(obj, podList, &s)
 	return s, nil
 }

@@ -111,16 +111,26 @@ func (a Attempt) pods(root Failure) int {
 //	  | ZeroDivisionError: division by zero
 func Tell(number, of int, f Failure) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "attempt %d", number)
-	if of > 0 {
-		fmt.Fprintf(&b, " of %d", of)
-	}
-	b.WriteString(": " + f.String())
+	b.WriteString(attemptOf(number, of) + f.String())
 	for _, line := range f.Excerpt() {
 		b.WriteString("\n  | " + line)
 	}
 	return b.String()
 }
+
+// attemptOf begins a line about an attempt: "attempt 2 of 4: ".
+func attemptOf(number, of int) string {
+	if of > 0 {
+		return fmt.Sprintf("attempt %d of %d: ", number, of)
+	}
+	return fmt.Sprintf("attempt %d: ", number)
+}
+
+// Tell says a setup command that failed as a follower notices it, in which
+// attempt.
+//
+//	attempt 1 of 2: master-0: setup command "cd /data" failed: sh: 2: cd: can't cd to /data; the launch went on (...)
+func (e SetupError) Tell(number, of int) string { return attemptOf(number, of) + e.String() }
 
 // excerptLines is how many lines of a traceback Excerpt keeps: its first,
 // and the last ones, which name the error and where it was raised.

@@ -30,8 +30,9 @@ const keptLines = 50
 // process is stopped: SIGTERM to its group, SIGKILL after grace. A process
 // that ends leaves nothing behind: its group is killed. Run returns the
 // first failure, nil when every pod succeeded; the mount paths it made are
-// gone when it returns.
-func (p *Plan) Run(ctx context.Context, line func(cluster.LogLine), grace time.Duration) (*failure.Failure, error) {
+// gone when it returns. A setup command that fails in a container's launch
+// script, as the shell says it, is given to setup too.
+func (p *Plan) Run(ctx context.Context, line func(cluster.LogLine), setup func(failure.SetupError), grace time.Duration) (*failure.Failure, error) {
 	if err := Supported(); err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func (p *Plan) Run(ctx context.Context, line func(cluster.LogLine), grace time.D
 	for _, pod := range p.Pods {
 		width = max(width, len(pod.Label()))
 	}
-	o := &output{line: line}
+	o := &output{line: line, setup: setup}
 	var (
 		mu    sync.Mutex
 		first *failure.Failure
@@ -73,8 +74,12 @@ func (p *Plan) Run(ctx context.Context, line func(cluster.LogLine), grace time.D
 			}
 			var containers sync.WaitGroup
 			for _, proc := range pod.Main {
+				w := &lineWriter{out: o, template: template}
+				if launch, ok := failure.LaunchOf(proc.Argv, nil); ok {
+					w.launch = &launch
+				}
 				containers.Go(func() {
-					if f := runProcess(ctx, pod, proc, &lineWriter{out: o, template: template}, grace); f != nil {
+					if f := runProcess(ctx, pod, proc, w, grace); f != nil {
 						failed(*f)
 					}
 				})
@@ -241,10 +246,12 @@ func distributed(name string) bool {
 	return strings.HasPrefix(name, "PET_") || strings.HasPrefix(name, "TORCHELASTIC_")
 }
 
-// output takes every pod's lines, one at a time.
+// output takes every pod's lines, and the setup commands that failed, one
+// at a time.
 type output struct {
-	mu   sync.Mutex
-	line func(cluster.LogLine)
+	mu    sync.Mutex
+	line  func(cluster.LogLine)
+	setup func(failure.SetupError)
 }
 
 // lineWriter gives a process's output to the run's, a line at a time as a
@@ -252,8 +259,10 @@ type output struct {
 type lineWriter struct {
 	out      *output
 	template cluster.LogLine
-	part     []byte
-	last     []string
+	// launch is the process's launch script, nil when it runs none.
+	launch *failure.Launch
+	part   []byte
+	last   []string
 }
 
 func (w *lineWriter) Write(b []byte) (int, error) {
@@ -273,6 +282,11 @@ func (w *lineWriter) line(text string) {
 	l.Text = text
 	w.out.mu.Lock()
 	w.out.line(l)
+	if w.launch != nil {
+		if e, ok := w.launch.Error(l.Pod, l.Label, text); ok {
+			w.out.setup(e)
+		}
+	}
 	w.out.mu.Unlock()
 	w.last = append(w.last, text)
 	if len(w.last) > keptLines {

@@ -18,6 +18,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/failure"
 	"github.com/torchwrap/generator/pkg/local"
 )
 
@@ -62,11 +63,13 @@ spec:
 	return plan
 }
 
-// output keeps the lines of a run, each after its pod's label; Run calls
-// line one at a time.
-type output struct{ lines []string }
+// output keeps the lines of a run, each after its pod's label, and the
+// setup commands that failed; Run calls line and setup one at a time.
+type output struct{ lines, setup []string }
 
 func (o *output) line(l cluster.LogLine) { o.lines = append(o.lines, "["+l.Label+"] "+l.Text) }
+
+func (o *output) failedSetup(e failure.SetupError) { o.setup = append(o.setup, e.String()) }
 
 // Each pod runs in its folder with the controller's variables, its names
 // given as addresses; every line comes after its pod's label.
@@ -75,7 +78,7 @@ func TestRunSucceeds(t *testing.T) {
 	script := `echo "rank $RANK of $WORLD_SIZE, master $MASTER_ADDR:$MASTER_PORT, in $(basename "$PWD"), tmp $(basename "$(dirname "$TMPDIR")")"; printf 'no newline'`
 	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "", ""), local.Options{Dir: dir})
 	var out output
-	failed, err := plan.Run(context.Background(), out.line, time.Second)
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
 	require.NoError(t, err)
 	require.Nil(t, failed)
 	lines := out.lines
@@ -85,12 +88,26 @@ func TestRunSucceeds(t *testing.T) {
 	}, lines)
 }
 
+// A setup command of a launch script that fails is said, and the launch
+// goes on, as in a pod.
+func TestRunSaysASetupCommandFailed(t *testing.T) {
+	script := "echo \"Pod ${RANK} of ${WORLD_SIZE}\"\ncd /no/such/folder\necho done"
+	plan := twoPods(t, podSpec(script, "", ""), podSpec("true", "", ""), local.Options{})
+	var out output
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
+	require.NoError(t, err)
+	require.Nil(t, failed)
+	require.Len(t, out.setup, 1)
+	require.Regexp(t, `^master-0: setup command "cd /no/such/folder" failed: sh: 2: cd: (can't cd to /no/such/folder|/no/such/folder: No such file or directory); the launch went on`, out.setup[0])
+	require.Contains(t, out.lines, "[master-0] done")
+}
+
 // A container that fails stops the others, and its failure says what it
 // printed last and its exit code.
 func TestRunFailure(t *testing.T) {
 	plan := twoPods(t, podSpec("sleep 300", "", ""), podSpec(`echo "Traceback (most recent call last):"; echo "ValueError: bad batch size"; exit 3`, "", ""), local.Options{})
 	var out output
-	failed, err := plan.Run(context.Background(), out.line, time.Second)
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
 	require.NoError(t, err)
 	require.NotNil(t, failed)
 	require.Equal(t, "worker-0", failed.Member)
@@ -135,7 +152,7 @@ func TestRunStopsEveryProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan *local.Plan)
 	go func() {
-		failed, err := plan.Run(ctx, (&output{}).line, 100*time.Millisecond)
+		failed, err := plan.Run(ctx, (&output{}).line, (&output{}).failedSetup, 100*time.Millisecond)
 		require.NoError(t, err)
 		require.Nil(t, failed, "a stopped run is no failure")
 		close(done)
@@ -154,7 +171,7 @@ func TestRunLeavesNothingBehind(t *testing.T) {
 	file := filepath.Join(dir, "pids")
 	script := fmt.Sprintf(`sleep 300 >/dev/null 2>&1 & echo $$$$ >> %s`, file)
 	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "", ""), local.Options{})
-	failed, err := plan.Run(context.Background(), (&output{}).line, time.Second)
+	failed, err := plan.Run(context.Background(), (&output{}).line, (&output{}).failedSetup, time.Second)
 	require.NoError(t, err)
 	require.Nil(t, failed)
 	for _, pgid := range pids(t, file, 2) {
@@ -231,7 +248,7 @@ func TestRunMapped(t *testing.T) {
 	plan := twoPods(t, podSpec(script, container, pod), podSpec(script, container, pod),
 		local.Options{Dir: run, Maps: map[string]string{"pvc/datasets": data, "secret/hf": secret}})
 	var out output
-	failed, err := plan.Run(context.Background(), out.line, time.Second)
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
 	require.NoError(t, err)
 	require.Nil(t, failed, out.lines)
 	require.Contains(t, out.lines, "[master-0] s3cret 42 s3cret")
@@ -267,7 +284,7 @@ func TestRunMountPathTaken(t *testing.T) {
 	pod := `
           volumes: [{name: scratch, emptyDir: {}}]`
 	plan := twoPods(t, podSpec("touch "+marker, container, pod), podSpec("touch "+marker, "", ""), local.Options{})
-	failed, err := plan.Run(context.Background(), (&output{}).line, time.Second)
+	failed, err := plan.Run(context.Background(), (&output{}).line, (&output{}).failedSetup, time.Second)
 	require.Nil(t, failed)
 	require.ErrorContains(t, err, "a pod mounts a volume at "+taken+", which this machine already has (and it is not ")
 	require.NoFileExists(t, marker, "no process started")
