@@ -166,6 +166,8 @@ func (s *sim) processNodes(t *testing.T) {
 	t.Run("failure", s.runFailure)
 	t.Run("exception", s.runException)
 	t.Run("setup-fails", s.runSetupFails)
+	t.Run("setup-goes-on", s.runSetupGoesOn)
+	t.Run("deleted-pod", s.runDeletedPod)
 	t.Run("t9k", s.runT9k)
 	t.Run("lifecycle", s.runLifecycle)
 	t.Run("list", s.listRun)
@@ -513,6 +515,16 @@ func (s *sim) runException(t *testing.T) {
 	require.Contains(t, status.stdout, "             | ZeroDivisionError: float division by zero\n")
 	require.NotContains(t, status.stdout, "unseen")
 
+	// The logs of the job, its pods gone: the attempts kept, and the last
+	// one's lines.
+	gone := s.generate(t, cases.Path(t), "logs", name, "-n", runNamespace, "--kubeconfig", "ADMIN")
+	t.Logf("generator logs %s: exit %d\n%s%s", name, gone.code, gone.stdout, gone.stderr)
+	require.Equal(t, 0, gone.code, gone.stderr)
+	require.Regexp(t, `^no logs: its pods are gone: AppWrapper exception: Failed \(1 retry\): .*\n`+
+		`kept on this machine: the failed pods of attempts 1 and 2; the last lines of attempt 2 follow; generator logs exception -n sim-run --attempt N prints attempt N\n`+
+		`attempt 2 of 2 failed: `+regexp.QuoteMeta(failed)+`; no retries left\n$`, gone.stderr)
+	require.Contains(t, gone.stdout, "[worker-0] ZeroDivisionError: float division by zero\n")
+
 	kept := s.generate(t, cases.Path(t), "logs", name, "-n", runNamespace, "--kubeconfig", "ADMIN", "--attempt", "1")
 	require.Equal(t, 0, kept.code, kept.stderr)
 	require.Equal(t, "attempt 1 of 2 failed: "+failed+"\n", kept.stderr)
@@ -536,6 +548,59 @@ func (s *sim) runSetupFails(t *testing.T) {
 	kept := s.generate(t, cases.Path(t), "logs", name, "-n", runNamespace, "--kubeconfig", "ADMIN", "--attempt", "1", "--role", "master")
 	require.Equal(t, 0, kept.code, kept.stderr)
 	s.capture(t, name, "setup-command.log", kept.stdout)
+}
+
+// A setup command that fails, in a job whose program does not depend on
+// it: the launch goes on and the job succeeds, and submit --wait says which
+// command failed in which pod, with the shell's line. With setupErrexit
+// the same job fails in that command, and status says so.
+func (s *sim) runSetupGoesOn(t *testing.T) {
+	const name = "setup-goes-on"
+	r := s.processJob(t, name, "--set", "wrapper=none", "--set", "setupCommands[0]=cd /tmp/no-such-folder")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, pod := range []string{"master-0", "worker-0"} {
+		require.Contains(t, r.stderr, pod+`: setup command "cd /tmp/no-such-folder" failed: sh: 2: cd: can't cd to /tmp/no-such-folder; the launch went on (setupErrexit: true stops the pod at a failed setup command)`+"\n")
+	}
+	require.Contains(t, r.stdout, "Succeeded")
+
+	const strict = "setup-errexit"
+	r = s.processJob(t, strict, "--set", "wrapper=none", "--set", "setupCommands[0]=cd /tmp/no-such-folder", "--set", "setupErrexit=true")
+	require.Equal(t, 1, r.code, r.stderr)
+	const said = `(container pytorch): sh: 3: cd: can't cd to /tmp/no-such-folder (a command of the launch script); then the container exited 2`
+	require.Regexp(t, `attempt 1: (master|worker)-0 `+regexp.QuoteMeta(said), r.stderr)
+	require.Contains(t, r.stderr, `: setup command "cd /tmp/no-such-folder" failed: sh: 3: cd: can't cd to /tmp/no-such-folder; setupErrexit stops the pod there`)
+	logs := s.generate(t, cases.Path(t), "logs", strict, "-n", runNamespace, "--kubeconfig", "ADMIN", "--role", "master")
+	require.Contains(t, logs.stdout, "[master-0] sh: 3: cd: can't cd to /tmp/no-such-folder\n")
+	require.NotContains(t, logs.stdout, "Starting torchrun", "the pod stopped at the setup command")
+	status := s.generate(t, cases.Path(t), "status", strict, "-n", runNamespace, "--kubeconfig", "ADMIN")
+	t.Logf("generator status %s:\n%s%s", strict, status.stdout, status.stderr)
+	require.Equal(t, 0, status.code, status.stderr)
+	require.Regexp(t, `\n  (cause|failed): .*`+regexp.QuoteMeta(said), status.stdout)
+}
+
+// A pod deleted while it runs (kubectl delete pod, as a person or a drain
+// does): submit --wait says it was deleted, then its signal, and follows
+// the job's retry to its end.
+func (s *sim) runDeletedPod(t *testing.T) {
+	const name = "deleted-pod"
+	deleted := make(chan error, 1)
+	go func() {
+		s.waitFor(t, runNamespace, "the ranks of "+name+" running", 2*time.Minute, func() bool {
+			out, err := s.cluster.Kubectl(nil, "logs", "-n", runNamespace, name+"-master-0")
+			return err == nil && strings.Contains(string(out), "sum")
+		})
+		_, err := s.cluster.Kubectl(nil, "delete", "pod", "-n", runNamespace, name+"-master-0", "--wait=false")
+		deleted <- err
+	}()
+	r := s.processJob(t, name, "--set", "retryLimit=1", "--set", "failureGracePeriodDuration=1s", "--set", "retryPausePeriodDuration=1s",
+		"--set", "mainProgram=/tmp/programs/allreduce.py --hold 15")
+	require.NoError(t, <-deleted)
+	require.Equal(t, 0, r.code, r.stderr)
+	// torchrun stops its processes at SIGTERM, and says so as it exits.
+	require.Regexp(t, `(?m)^attempt 1 of 2: master-0 was deleted while it ran \(the cluster does not say by whom: a person, or a controller\); `+
+		`then its container pytorch (was killed by SIGTERM \(exit code 143\)|exited 1: torchrun: torch\.distributed\.elastic\.multiprocessing\.api\.SignalException: Process \d+ got signal: 15)$`, r.stderr)
+	require.Contains(t, r.stderr, "(1 retry)")
+	require.Contains(t, r.stdout, "Succeeded")
 }
 
 // capture writes, under -update, the lines kept of a failed pod (generator
