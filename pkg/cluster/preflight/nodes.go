@@ -26,30 +26,41 @@ func (k *checker) accelerators(ctx context.Context) {
 		return
 	}
 	path := diag.Path{"numGpusPerPod"}
-	list, err := k.client.Dynamic.Resource(nodes).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		k.unchecked(path, fmt.Sprintf("the nodes that offer %s", name), "Node", err)
+	// A page at a time, until a node offers enough: a large cluster's
+	// nodes are many megabytes.
+	var most int64
+	offering, all := 0, 0
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		list, err := k.client.Dynamic.Resource(nodes).List(ctx, opts)
+		if err != nil {
+			k.unchecked(path, fmt.Sprintf("the nodes that offer %s", name), "Node", err)
+			return
+		}
+		for _, item := range list.Items {
+			var node corev1.Node
+			if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &node) != nil {
+				continue
+			}
+			q := node.Status.Allocatable[name]
+			if q.Value() >= each {
+				return
+			}
+			if q.Value() > 0 {
+				offering++
+			}
+			most = max(most, q.Value())
+		}
+		all += len(list.Items)
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			break
+		}
+	}
+	if offering == 0 {
+		k.add(diag.Error, path, "no node of the cluster offers %s (of its %s): the pods would never be scheduled; check gpuResName (ask an administrator which accelerators the nodes have), or set numGpusPerPod: 0",
+			name, schema.Count(all, "node"))
 		return
 	}
-	var most int64
-	offering := 0
-	for _, item := range list.Items {
-		var node corev1.Node
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &node) != nil {
-			continue
-		}
-		q := node.Status.Allocatable[name]
-		if q.Value() > 0 {
-			offering++
-		}
-		most = max(most, q.Value())
-	}
-	switch {
-	case offering == 0:
-		k.add(diag.Error, path, "no node of the cluster offers %s (of its %s): the pods would never be scheduled; check gpuResName (ask an administrator which accelerators the nodes have), or set numGpusPerPod: 0",
-			name, schema.Count(len(list.Items), "node"))
-	case most < each:
-		k.add(diag.Error, path, "each pod asks for %d %s, but no node offers more than %d (%s of %d): the pods would never be scheduled; ask for %d or fewer a pod, and more pods",
-			each, name, most, schema.Count(offering, "node"), len(list.Items), most)
-	}
+	k.add(diag.Error, path, "each pod asks for %d %s, but no node offers more than %d (%s of %d): the pods would never be scheduled; ask for %d or fewer a pod, and more pods",
+		each, name, most, schema.Count(offering, "node"), all, most)
 }
