@@ -141,6 +141,19 @@ func TestRunLocal(t *testing.T) {
 		require.Contains(t, r.stdout, "[worker-0] ZeroDivisionError: float division by zero\n")
 	})
 
+	// A setup command that fails, in a job whose program does not need it:
+	// the job succeeds here as on the cluster, and run says which command
+	// failed in which pod, as submit --wait does.
+	t.Run("setup-goes-on", func(t *testing.T) {
+		r := l.run(t, "--set", "setupCommands[0]=cd /tmp/no-such-folder")
+		require.Equal(t, 0, r.code, r.stderr)
+		allRanks(t, localRanks(t, r.stdout), 4)
+		for _, pod := range []string{"master-0", "worker-0"} {
+			require.Contains(t, r.stderr, pod+`: setup command "cd /tmp/no-such-folder" failed: sh: 2: cd: can't cd to /tmp/no-such-folder; the launch went on (setupErrexit: true stops the pod at a failed setup command)`+"\n")
+		}
+		require.Contains(t, r.stderr, "succeeded here: 2 pods, though a setup command failed in 2 of them (above)\n")
+	})
+
 	t.Run("missing-claim", func(t *testing.T) {
 		dir := t.TempDir()
 		cmd := l.command(context.Background(), dir, "-f", cases.Path(t, "testdata", "sim", "allreduce.settings.yaml"), "--dir", "run")
