@@ -834,7 +834,8 @@ func (s *sim) listRun(t *testing.T) {
 		"allreduce": cluster.Succeeded, "allreduce-twin": cluster.Succeeded, "elastic": cluster.Succeeded, "jobset": cluster.Succeeded,
 		"trainjob": cluster.Succeeded, "setup-and-env": cluster.Succeeded, "failing": cluster.Failed, "exception": cluster.Failed,
 		"setup-fails": cluster.Failed, "here-and-there-pytorchjob": cluster.Succeeded, "here-and-there-jobset": cluster.Succeeded,
-		"here-and-there-trainjob": cluster.Succeeded,
+		"here-and-there-trainjob": cluster.Succeeded, "setup-goes-on": cluster.Succeeded, "setup-errexit": cluster.Failed,
+		"deleted-pod": cluster.Succeeded,
 	}, states)
 	require.Equal(t, "TrainJob", kinds["trainjob"])
 	require.Equal(t, "AppWrapper", kinds["jobset"])

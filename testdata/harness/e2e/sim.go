@@ -407,8 +407,12 @@ func (c *Cluster) serving(port int) []string {
 // its health on port, with more arguments (--controllers, to run fewer than
 // all). It does not wait until it is ready.
 func (c *Cluster) startControllerManager(b SimBinaries, port int, more ...string) error {
+	// kwok renews the fake nodes' leases from one process, which shares
+	// two cores with the process nodes' PyTorch and run --local: a node is
+	// taken for lost after 3 minutes without one, not 40 s, lest a busy
+	// minute mark every fake node NotReady under a running job.
 	args := append(c.serving(port), "--kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false", "--use-service-account-credentials=false",
+		"--leader-elect=false", "--use-service-account-credentials=false", "--node-monitor-grace-period=3m",
 		"--service-account-private-key-file="+filepath.Join(c.dir, "sa.key"),
 		"--root-ca-file="+c.caFile())
 	return c.start("kube-controller-manager", nil, b.ControllerManager, append(args, more...)...)
