@@ -11,7 +11,7 @@ torchwrap.manifest fails with them, or lists them for the generator.
 {{- /* torchwrap.problems: sets .found.list to the problems of every rule, in this order. */ -}}
 {{- define "torchwrap.problems" -}}
 {{- $_ := set . "found" (dict "list" list) -}}
-{{- range $rule := list "gpuLimit" "roceGdrResName" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "podAnnotations" "customLabels" "podLabels" "exitCodes" "containerNames" "jobSetPodNames" -}}
+{{- range $rule := list "gpuLimit" "roceGdrResName" "storageClashes" "limitsBelowRequests" "deepspeedMounts" "elasticRange" "mainProgramWords" "tolerations" "podAnnotations" "customLabels" "podLabels" "exitCodes" "containerNames" "jobSetPodNames" "workspace" -}}
 {{- include (print "torchwrap.check." $rule) $ -}}
 {{- end -}}
 {{- end -}}
@@ -284,4 +284,25 @@ Trainer makes of a TrainJob, named as the TrainJob, on torch-distributed.
 {{- end -}}
 {{- end -}}
 {{- $_ := set $.found "list" (concat $.found.list $problems) -}}
+{{- end -}}
+
+{{- /*
+torchwrap.check.workspace: a workspace is unpacked by the launch script, so
+the kinds that run none cannot take one: a DeepSpeedJob (its launcher starts
+mainProgram over ssh) and an elastic PyTorchTrainingJob (T9k's torchrun runs
+mainProgram itself).
+*/ -}}
+{{- define "torchwrap.check.workspace" -}}
+{{- $v := .Values -}}
+{{- if $v.workspace -}}
+{{- $message := "" -}}
+{{- if eq $v.jobKind "DeepSpeedJob" -}}
+{{- $message = "a DeepSpeedJob cannot take a workspace (--workspace): its launcher starts mainProgram on each worker over ssh, with no script to unpack it first; ship the code in the image, or use a PyTorchJob" -}}
+{{- else if and (eq $v.jobKind "PyTorchTrainingJob") $v.elastic -}}
+{{- $message = "an elastic PyTorchTrainingJob cannot take a workspace (--workspace): T9k's torchrun runs mainProgram itself, with no script to unpack it first; ship the code in the image, or remove elastic" -}}
+{{- end -}}
+{{- with $message -}}
+{{- $_ := set $.found "list" (append $.found.list (dict "path" "" "message" .)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}

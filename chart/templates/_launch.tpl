@@ -7,7 +7,10 @@ of mainProgram into words for the kinds that run it without a shell.
 */ -}}
 
 {{- /*
-torchwrap.setupScript: the lines every launch script starts with: Sakkara's rank
+torchwrap.setupScript: the lines every launch script starts with: the
+workspace unpacked into the working folder when one is shipped (its parts, in
+order, are one gzipped tar; the script stops when they cannot be unpacked),
+Sakkara's rank
 when Sakkara schedules the pods, then the user's setupCommands, in order; a
 command written as a YAML block (- |) ends in a newline, which is dropped. With
 setupErrexit, the setup commands run under set -e, and the shell stops at the
@@ -16,6 +19,10 @@ as it was.
 */ -}}
 {{- define "torchwrap.setupScript" -}}
 {{- $errexit := and .setupErrexit .setupCommands }}
+{{- with .workspace }}
+cat {{ include "torchwrap.workspacePath" . }}/part-* | tar -xzf - || { echo "the workspace could not be unpacked into $PWD" >&2; exit 1; }
+echo "Workspace {{ trunc 19 .digest }} ({{ .files }} files) unpacked into $PWD"
+{{- end }}
 {{- if $errexit }}
 set -e
 {{- end }}

@@ -13,6 +13,10 @@ Most helpers take the render context built in torchwrap.manifest:
   .storage       the volumes and their mounts, in pod order (torchwrap.storage)
   .component     the dict that torchwrap.component.<jobKind> fills
   .found         {"list": the problems}, which torchwrap.problems sets
+
+The settings in .Values carry one value that is not a setting: workspace, the
+folder the generator packed to ship with the job (torchwrap.manifest's
+.workspace), which the chart alone never has.
 */ -}}
 
 {{- /*
@@ -21,6 +25,9 @@ with one component: the job of kind .Values.jobKind, built by
 "torchwrap.component.<jobKind>" in that kind's own file. With wrapper: none,
 that job alone. Takes the settings as .Values and the chart's metadata as
 .Chart; the generator's batch mode renders it for many settings at once.
+With .workspace (the generator's render of --workspace: the ConfigMaps that
+carry the packed folder, its digest, files, bytes and folder), the pods unpack
+it into their working folder, and the object's annotations say which it is.
 When the checks (torchwrap.problems) find problems, it renders no object: it
 fails with them, one "path: message" a line, as Helm users see them; or, with
 .listProblems true (the generator's own templates), it writes them as data
@@ -29,6 +36,9 @@ fails with them, one "path: message" a line, as Helm users see them; or, with
 {{- define "torchwrap.manifest" -}}
 {{- $v := dict -}}
 {{- include "torchwrap.settings" (dict "Values" .Values "out" $v) -}}
+{{- with .workspace -}}
+{{- $_ := set $v "workspace" . -}}
+{{- end -}}
 {{- $component := dict -}}
 {{- $ctx := dict "Values" $v "customLabels" (include "torchwrap.customLabels" $v | fromJson) "storage" (include "torchwrap.storage" $v | fromJson).entries "component" $component -}}
 {{- include "torchwrap.problems" $ctx -}}
@@ -39,6 +49,13 @@ fails with them, one "path: message" a line, as Helm users see them; or, with
 {{- include (printf "torchwrap.component.%s" $v.jobKind) $ctx -}}
 
 {{- $annotations := dict "torchwrap.dev/generator-version" .Chart.Version -}}
+{{- with $workspace := $v.workspace -}}
+{{- $_ := set $annotations "torchwrap.dev/workspace" .digest -}}
+{{- range $key := list "files" "bytes" "folder" -}}
+{{- $_ := set $annotations (printf "torchwrap.dev/workspace-%s" $key) (toString (index $workspace $key)) -}}
+{{- end -}}
+{{- $_ := set $annotations "torchwrap.dev/workspace-parts" (toString (len .configMaps)) -}}
+{{- end -}}
 {{- $labels := deepCopy $ctx.customLabels -}}
 {{- $object := dict -}}
 {{- include "torchwrap.kueueLabels" (dict "Values" $v "labels" $labels) -}}

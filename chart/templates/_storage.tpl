@@ -50,6 +50,16 @@ them). Used to build the pod and to check for clashes.
     "volume" (dict "name" "github-known-hosts" "configMap" (dict "name" .configMapName))
     "mount" (dict "name" "github-known-hosts" "mountPath" (include "torchwrap.sshHostsPath" .))) -}}
 {{- end -}}
+{{- with .workspace -}}
+{{- $sources := list -}}
+{{- range .configMaps -}}
+{{- $sources = append $sources (dict "configMap" (dict "name" .)) -}}
+{{- end -}}
+{{- $entries = append $entries (dict
+    "what" "the packed workspace (--workspace)"
+    "volume" (dict "name" "torchwrap-workspace" "projected" (dict "sources" $sources))
+    "mount" (dict "name" "torchwrap-workspace" "mountPath" (include "torchwrap.workspacePath" .) "readOnly" true)) -}}
+{{- end -}}
 {{- if not .disableSharedMemory -}}
 {{- $emptyDir := dict "medium" "Memory" -}}
 {{- with .sharedMemorySize -}}
@@ -63,5 +73,10 @@ them). Used to build the pod and to check for clashes.
 {{- toJson (dict "entries" $entries) -}}
 {{- end -}}
 
+{{- /*
+torchwrap.workspacePath: where the pods find the packed workspace's parts, in
+a folder of its own that needs no root to make (run --local makes it too).
+*/ -}}
+{{- define "torchwrap.workspacePath" -}}/tmp/torchwrap-workspace{{- end -}}
 {{- define "torchwrap.sshKeyPath" -}}{{ .secretMountPath | default "/tmp/.ssh/keys" }}{{- end -}}
 {{- define "torchwrap.sshHostsPath" -}}{{ .configMapMountPath | default "/tmp/.ssh/hosts" }}{{- end -}}

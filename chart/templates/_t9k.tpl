@@ -37,8 +37,8 @@ torchrun mode.
 
 {{- /*
 torchwrap.t9kTorchrun: "true" when a PyTorchTrainingJob launches with T9k's own
-torchrun: it has a mainProgram and no setupCommands.
+torchrun: it has a mainProgram, no setupCommands and no workspace to unpack.
 */ -}}
 {{- define "torchwrap.t9kTorchrun" -}}
-{{- and (eq .jobKind "PyTorchTrainingJob") (not (empty .mainProgram)) (empty .setupCommands) -}}
+{{- and (eq .jobKind "PyTorchTrainingJob") (not (empty .mainProgram)) (empty .setupCommands) (not .workspace) -}}
 {{- end -}}

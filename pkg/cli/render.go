@@ -19,6 +19,7 @@ import (
 	"github.com/torchwrap/generator/pkg/profile"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/pkg/workspace"
 	"github.com/torchwrap/generator/schema"
 )
 
@@ -35,6 +36,10 @@ type inputFlags struct {
 	// profileSaid: the command said which profile it applied, which it
 	// says once however often it renders.
 	profileSaid bool
+	// workspace is the folder of --workspace, to ship with the job; packed,
+	// that folder once packed.
+	workspace string
+	packed    *workspace.Packed
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) { f.registerAs(cmd, "f") }
@@ -50,6 +55,38 @@ func (f *inputFlags) registerAs(cmd *cobra.Command, shorthand string) {
 	flags.BoolVar(&f.strict, "strict", false, "treat warnings as errors: render nothing when there is one")
 	cmd.RegisterFlagCompletionFunc("set", completeSet)
 	cmd.RegisterFlagCompletionFunc("set-string", completeSet)
+}
+
+// registerWorkspace registers --workspace, for the commands that ship a
+// folder with the job.
+func (f *inputFlags) registerWorkspace(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.workspace, "workspace", "", "ship this folder with the job (. for the current one): packed without what .gitignore and "+
+		workspace.IgnoreFile+" leave out or looks like a secret, and unpacked into each pod's working folder before setupCommands and mainProgram")
+	cmd.MarkFlagDirname("workspace")
+}
+
+// pack packs the --workspace folder, once, and says what it packed and
+// what it left out as secrets, on standard error; nil without --workspace.
+func (f *inputFlags) pack(s Streams) (*workspace.Packed, error) {
+	if f.workspace == "" || f.packed != nil {
+		return f.packed, nil
+	}
+	p, err := workspace.Pack(f.workspace)
+	if err != nil {
+		return nil, err
+	}
+	configMaps := "1 ConfigMap"
+	if n := len(p.Parts()); n > 1 {
+		configMaps = fmt.Sprintf("%d ConfigMaps", n)
+	}
+	fmt.Fprintf(s.Err, "workspace: %s, %d files (%s), packed into %s (%s)\n",
+		p.Folder, p.Files, workspace.Size(p.Bytes), configMaps, p.Digest[:19])
+	if len(p.Secrets) > 0 {
+		fmt.Fprintf(s.Err, "workspace: left out as they look like secrets: %s; to ship one, name it with a ! line in %s (!%s)\n",
+			strings.Join(p.Secrets, ", "), workspace.IgnoreFile, p.Secrets[0])
+	}
+	f.packed = p
+	return p, nil
 }
 
 // completeSet completes the key of a --set key=value: each key that takes a
@@ -116,7 +153,11 @@ func (f *inputFlags) renderUnder(s Streams, in *settings.Input, p *profile.Profi
 			f.profileSaid = true
 		}
 	}
-	result, err := render.Render(in, p)
+	ws, err := f.pack(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	result, err := render.Render(in, p, ws)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -213,15 +254,23 @@ below the deepest folder that holds all the FILEs, in DIR, with the extension
 .yaml (or .json). So jobs/a/settings.yaml and jobs/b/settings.yaml are written
 to DIR/a/settings.yaml and DIR/b/settings.yaml, and jobs/c.yaml to DIR/c.yaml;
 missing folders are created. A file with problems is reported with its name
-and the others are still written; the exit code is 1 if any file failed.`,
+and the others are still written; the exit code is 1 if any file failed.
+
+With --workspace, the folder is packed and the manifest starts with the
+ConfigMaps that carry it (docs/workspace.md); kubectl apply creates them
+before the job.`,
 		Example: `  generator render settings.yaml | kubectl apply -f -
   generator render -f base.yaml -f experiment.yaml --set numPods=8 -o job.yaml
   cat settings.yaml | generator render -f -
   generator render -f settings.yaml --output json | jq .spec.components[0].template.spec
-  generator render --out-dir manifests/ jobs/*/settings.yaml`,
+  generator render --out-dir manifests/ jobs/*/settings.yaml
+  generator render settings.yaml --workspace . -o job.yaml`,
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			if err := out.resolve(); err != nil {
 				return err
+			}
+			if out.dir != "" && in.workspace != "" {
+				return settings.UsageError{Err: errors.New("--workspace ships one folder with one job, and --out-dir renders many; render the job alone, with -o FILE")}
 			}
 			if out.dir != "" {
 				return in.renderBatch(s, out, args)
@@ -234,7 +283,7 @@ and the others are still written; the exit code is 1 if any file failed.`,
 			if err != nil {
 				return err
 			}
-			data, err := out.encode(result.Manifest)
+			data, err := out.encode(result.Stream())
 			if err != nil {
 				return err
 			}
@@ -246,6 +295,7 @@ and the others are still written; the exit code is 1 if any file failed.`,
 		}),
 	}
 	in.register(cmd)
+	in.registerWorkspace(cmd)
 	cmd.Flags().StringVarP(&out.file, "output-file", "o", "", "write the manifest to this file (atomically, creating its folder if need be) instead of standard output; a .json file gets JSON")
 	cmd.Flags().StringVar(&out.format, "output", "", "output format: yaml or json (default: json for an -o file named .json, else yaml)")
 	cmd.Flags().StringVar(&out.dir, "out-dir", "", "render each FILE argument to a file of its own in this folder")

@@ -22,7 +22,7 @@ func FuzzRender(f *testing.F) {
 		if err != nil {
 			return // FuzzLoad covers the loader
 		}
-		result, err := render.Render(in, nil)
+		result, err := render.Render(in, nil, nil)
 		if err != nil {
 			var problems diag.List
 			if !errors.As(err, &problems) {
@@ -65,7 +65,7 @@ func checkFreeText(t *testing.T, kind, s string) {
 		values["setupCommands"] = []any{s}
 		values["mainProgram"] = "train.py " + s
 	}
-	result, err := render.Render(&settings.Input{Values: values}, nil)
+	result, err := render.Render(&settings.Input{Values: values}, nil, nil)
 	refusable := refusable(kind, s)
 	if err != nil {
 		var problems diag.List
@@ -124,7 +124,7 @@ func refusable(kind, s string) bool {
 func checkNames(t *testing.T, s string) {
 	for _, key := range []string{"jobName", "namespace", "queueName", "serviceAccountName", "topologyFileConfigMap"} {
 		values := map[string]any{"jobName": "fuzz", "containerImage": "busybox", key: s}
-		result, err := render.Render(&settings.Input{Values: values}, nil)
+		result, err := render.Render(&settings.Input{Values: values}, nil, nil)
 		if err != nil {
 			var problems diag.List
 			if !errors.As(err, &problems) {

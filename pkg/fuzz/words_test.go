@@ -77,7 +77,7 @@ func chartSplit(t *testing.T, mainProgram string) ([]string, error) {
 	in := &settings.Input{Values: map[string]any{
 		"jobKind": "PyTorchTrainingJob", "jobName": "words", "containerImage": "busybox", "mainProgram": mainProgram,
 	}}
-	result, err := render.Render(in, nil)
+	result, err := render.Render(in, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func TestMainProgramWithAnOpenQuoteIsRefused(t *testing.T) {
 		in := &settings.Input{Values: map[string]any{
 			"jobKind": "DeepSpeedJob", "jobName": "words", "containerImage": "busybox", "mainProgram": line,
 		}}
-		_, err := render.Render(in, nil)
+		_, err := render.Render(in, nil, nil)
 		require.ErrorContains(t, err, want)
 	}
 	// sh refuses the open quotes too; a final backslash it keeps as it is,

@@ -227,7 +227,7 @@ func renderText(text []byte) (*render.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return render.Render(in, nil)
+	return render.Render(in, nil, nil)
 }
 
 // settingsText writes the settings as a file, in the schema's order, each

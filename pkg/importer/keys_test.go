@@ -181,7 +181,7 @@ func renderValues(t *testing.T, values map[string]any) ([]byte, bool) {
 	require.NoError(t, err)
 	in, err := settings.Load(settings.Options{Files: []string{"-"}, Stdin: bytes.NewReader(text)})
 	require.NoError(t, err, fmt.Sprint(values))
-	res, err := render.Render(in, nil)
+	res, err := render.Render(in, nil, nil)
 	if err != nil {
 		return nil, false
 	}

@@ -49,7 +49,7 @@ func renderUnder(t *testing.T, p *profile.Profile, text string, sets ...string) 
 		in, err = p.Apply(in)
 		require.NoError(t, err)
 	}
-	result, err := render.Render(in, p)
+	result, err := render.Render(in, p, nil)
 	if err != nil {
 		var problems diag.List
 		require.ErrorAs(t, err, &problems)

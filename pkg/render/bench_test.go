@@ -21,7 +21,7 @@ func BenchmarkRender(b *testing.B) {
 		b.Run(filepath.Base(file), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := render.Render(in, nil); err != nil {
+				if _, err := render.Render(in, nil, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -39,7 +39,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := render.Render(in, nil); err != nil {
+		if _, err := render.Render(in, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func BenchmarkRenderAll(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, in := range ins {
-				if _, err := render.Render(in, nil); err != nil {
+				if _, err := render.Render(in, nil, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

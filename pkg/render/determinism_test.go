@@ -69,7 +69,7 @@ func render1(file string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	result, err := render.Render(in, nil)
+	result, err := render.Render(in, nil, nil)
 	if err != nil {
 		return nil, err
 	}

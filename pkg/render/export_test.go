@@ -11,7 +11,7 @@ func ChartProblems(values chartutil.Values) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs, err := renderEach(c, []chartutil.Values{values})
+	docs, err := renderEach(c, []map[string]any{item(values, nil)})
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func TestHelmTemplateWithAProfileValuesFileGivesTheSameObjects(t *testing.T) {
 			require.NoError(t, err)
 			in, err = p.Apply(in)
 			require.NoError(t, err)
-			result, err := render.Render(in, p)
+			result, err := render.Render(in, p, nil)
 			require.NoError(t, err)
 			require.Equal(t, cases.Objects(t, helmTemplate(t, valuesFile, file)), cases.Objects(t, result.Manifest))
 		})

@@ -3,6 +3,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"sigs.k8s.io/yaml"
 
 	chartfiles "github.com/torchwrap/generator/chart"
 	"github.com/torchwrap/generator/pkg/diag"
@@ -21,6 +23,7 @@ import (
 	"github.com/torchwrap/generator/pkg/settings"
 	"github.com/torchwrap/generator/pkg/validate"
 	"github.com/torchwrap/generator/pkg/warnings"
+	"github.com/torchwrap/generator/pkg/workspace"
 )
 
 // Chart is the embedded chart, loaded on first use.
@@ -34,6 +37,9 @@ type Result struct {
 	Values map[string]any
 	// Warnings are advice on valid but risky settings, placed in the input.
 	Warnings diag.List
+	// ConfigMaps carry the workspace shipped with the job, if any
+	// (workspace.Packed.ConfigMaps): they go to the cluster before the job.
+	ConfigMaps []map[string]any
 }
 
 // Prepare starts compiling the validator on another CPU, for a render to come,
@@ -47,8 +53,9 @@ func Prepare() {
 // the user's files. With a profile (nil for none), whose values the settings
 // were put over (Profile.Apply), the settings must also keep its imposed
 // values and rules; a profile with problems of its own is a profile.Invalid,
-// and nothing is rendered under it.
-func Render(in *settings.Input, p *profile.Profile) (*Result, error) {
+// and nothing is rendered under it. With a packed workspace (nil for none),
+// the pods unpack it, and the Result has its ConfigMaps.
+func Render(in *settings.Input, p *profile.Profile, ws *workspace.Packed) (*Result, error) {
 	// The validator is compiled once per process, and that takes about as long
 	// as a render: it is compiled on another CPU (from Prepare, or from now)
 	// while the chart loads, and checks the values there while the chart
@@ -80,7 +87,7 @@ func Render(in *settings.Input, p *profile.Profile) (*Result, error) {
 		}
 		checking <- v
 	}()
-	docs, renderErr := renderEach(c, []chartutil.Values{values})
+	docs, renderErr := renderEach(c, []map[string]any{item(values, ws)})
 	v := <-checking
 	if v.err != nil {
 		return nil, v.err
@@ -91,8 +98,46 @@ func Render(in *settings.Input, p *profile.Profile) (*Result, error) {
 	if renderErr != nil {
 		return nil, renderErr
 	}
-	return outcome(in, values, docs[0])
+	result, err := outcome(in, values, docs[0])
+	if err == nil && ws != nil {
+		result.ConfigMaps = ws.ConfigMaps(jobName(values), namespace(values))
+	}
+	return result, err
 }
+
+// Stream is what render writes: the workspace's ConfigMaps, then the
+// manifest.
+func (r *Result) Stream() []byte {
+	var b bytes.Buffer
+	for _, cm := range r.ConfigMaps {
+		data, err := yaml.Marshal(cm)
+		if err != nil {
+			panic(fmt.Sprintf("a ConfigMap of strings cannot fail to marshal: %v", err))
+		}
+		b.WriteString("---\n")
+		b.Write(data)
+	}
+	b.Write(r.Manifest)
+	return b.Bytes()
+}
+
+// item is what the generator's template renders for one job: its values,
+// and the workspace it ships (nil for none) as torchwrap.manifest takes it.
+func item(values chartutil.Values, ws *workspace.Packed) map[string]any {
+	it := map[string]any{"values": map[string]any(values)}
+	if ws != nil {
+		it["workspace"] = map[string]any{
+			"configMaps": workspace.Names(jobName(values), len(ws.Parts())),
+			"digest":     ws.Digest, "files": ws.Files, "bytes": ws.Bytes, "folder": ws.Folder,
+		}
+	}
+	return it
+}
+
+// jobName and namespace are the values' jobName and namespace ("" when
+// not set, or not strings: the checks refuse those).
+func jobName(values chartutil.Values) string   { s, _ := values["jobName"].(string); return s }
+func namespace(values chartutil.Values) string { s, _ := values["namespace"].(string); return s }
 
 // checked is the validator, once compiled, and what it found in the values.
 type checked struct {
@@ -207,7 +252,7 @@ const problemsMarker = "# torchwrap/generator problems\n"
 
 // generatorChart is the embedded chart with its helpers only, and one template
 // that renders torchwrap.manifest, with listProblems, for every item of
-// .Values.items.
+// .Values.items: its values, and its workspace (item).
 var generatorChart = sync.OnceValues(func() (*chart.Chart, error) {
 	c, err := Chart()
 	if err != nil {
@@ -221,38 +266,35 @@ var generatorChart = sync.OnceValues(func() (*chart.Chart, error) {
 		}
 	}
 	ours.Templates = append(ours.Templates, &chart.File{Name: "templates/generator.yaml", Data: []byte(
-		`{{- range $i, $values := .Values.items }}` + "\n" + itemMarker + `{{ $i }}` + "\n" +
-			`{{ include "torchwrap.manifest" (dict "Values" $values "Chart" $.Chart "listProblems" true) }}` + "\n" +
+		`{{- range $i, $item := .Values.items }}` + "\n" + itemMarker + `{{ $i }}` + "\n" +
+			`{{ include "torchwrap.manifest" (dict "Values" $item.values "workspace" $item.workspace "Chart" $.Chart "listProblems" true) }}` + "\n" +
 			`{{- end }}`)})
 	return &ours, nil
 })
 
-// renderEach renders torchwrap.manifest for each of values, in one call of the
-// engine, and gives each its part of the output: the manifest, or the chart's
-// problems. An error of the engine is a bug of the chart, which refuses
-// settings with problems instead.
-func renderEach(c *chart.Chart, values []chartutil.Values) ([]string, error) {
-	items := make([]any, len(values))
-	for i, v := range values {
-		items[i] = map[string]any(v)
-	}
+// renderEach renders torchwrap.manifest for each of the items, in one call
+// of the engine, and gives each its part of the output: the manifest, or the
+// chart's problems. An error of the engine is a bug of the chart, which
+// refuses settings with problems instead.
+func renderEach(c *chart.Chart, items []map[string]any) ([]string, error) {
 	top := chartutil.Values{"Values": chartutil.Values{"items": items}, "Chart": c.Metadata}
 	rendered, err := engine.Engine{}.Render(c, top)
 	if err != nil {
 		return nil, fmt.Errorf("the chart failed to render these settings; please report this bug: %w", err)
 	}
 	parts := strings.Split(string(stream(rendered)), "\n"+itemMarker)
-	if len(parts) != len(values)+1 {
-		return nil, fmt.Errorf("the chart rendered %d parts for %d settings; please report this bug", len(parts)-1, len(values))
+	if len(parts) != len(items)+1 {
+		return nil, fmt.Errorf("the chart rendered %d parts for %d settings; please report this bug", len(parts)-1, len(items))
 	}
-	docs := make([]string, len(values))
+	docs := make([]string, len(items))
 	for i := range docs {
 		_, docs[i], _ = strings.Cut(parts[i+1], "\n") // after the marker's index
 	}
 	return docs, nil
 }
 
-// RenderAll renders many settings inputs, giving for each what Render gives,
+// RenderAll renders many settings inputs, giving for each what Render gives
+// without a workspace,
 // in one call of Helm's engine: the chart's templates are parsed once for
 // all, instead of once per input. Inputs the schema (or the profile) refuses
 // are left out of that call; those the chart's checks refuse get their
@@ -294,9 +336,9 @@ func RenderAll(ins []*settings.Input, p *profile.Profile) []Outcome {
 	if len(valid) == 0 {
 		return outcomes
 	}
-	share := make([]chartutil.Values, len(valid))
+	share := make([]map[string]any, len(valid))
 	for n, i := range valid {
-		share[n] = values[i]
+		share[n] = item(values[i], nil)
 	}
 	docs, err := renderEach(c, share)
 	for n, i := range valid {

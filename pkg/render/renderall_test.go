@@ -31,7 +31,7 @@ func TestRenderAllIsRenderForEach(t *testing.T) {
 	require.Len(t, outcomes, len(ins))
 	var refusedByChart, rendered int
 	for i, in := range ins {
-		want, wantErr := render.Render(in, nil)
+		want, wantErr := render.Render(in, nil, nil)
 		got := outcomes[i]
 		if wantErr != nil {
 			require.EqualError(t, got.Err, wantErr.Error(), names[i])

@@ -255,7 +255,7 @@ func Render(t testing.TB, file string) []byte {
 	t.Helper()
 	in, err := settings.Load(settings.Options{Files: []string{file}})
 	require.NoError(t, err, file)
-	result, err := render.Render(in, nil)
+	result, err := render.Render(in, nil, nil)
 	require.NoError(t, err, file)
 	return result.Manifest
 }

@@ -49,7 +49,7 @@ func checkWith(t *testing.T, client *cluster.Client, yaml string) ([]string, err
 	require.NoError(t, os.WriteFile("settings.yaml", []byte(yaml), 0o600))
 	in, err := settings.Load(settings.Options{Files: []string{"settings.yaml"}})
 	require.NoError(t, err)
-	result, err := render.Render(in, nil)
+	result, err := render.Render(in, nil, nil)
 	require.NoError(t, err)
 	job, err := cluster.NewJob(result.Manifest, client.Namespace)
 	require.NoError(t, err)
