@@ -76,6 +76,7 @@ func connect(ctx context.Context, s Streams, in *inputFlags, kube *cluster.Flags
 	if err != nil {
 		return nil, err
 	}
+	job.Carry(result.ConfigMaps)
 	return &target{in: loaded, values: result.Values, warnings: result.Warnings, client: client, job: job}, nil
 }
 
@@ -301,7 +302,9 @@ nothing there:
     may borrow);
   - the objects the settings name exist: PriorityClass, WorkloadPriorityClass,
     PersistentVolumeClaims, Secrets and ConfigMaps (with the keys named),
-    StorageClass, NetworkAttachmentDefinition, ServiceAccount.
+    StorageClass, NetworkAttachmentDefinition, ServiceAccount;
+  - with --workspace, you may create the ConfigMaps that carry it, and the job
+    does not go to a MultiKueue worker, which would not have them.
 
 Each finding is written with the file, line and column of the setting it is
 about, and how to fix it. What you may not read is reported as a question the
@@ -312,7 +315,8 @@ Exit codes: 0 when nothing stops the job (warnings may remain), 1 when
 something does or the settings are invalid, 2 for a wrong command line, 3 when
 the cluster cannot be reached.`,
 		Example: `  generator check settings.yaml
-  generator check -f settings.yaml --context prod -n team-a`,
+  generator check -f settings.yaml --context prod -n team-a
+  generator check settings.yaml --workspace .`,
 		Annotations: map[string]string{consequence: "nothing was checked against the cluster"},
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			t, err := connect(cmd.Context(), s, &in, &kube, args, "check")
@@ -327,6 +331,7 @@ the cluster cannot be reached.`,
 		}),
 	}
 	in.register(cmd)
+	in.registerWorkspace(cmd)
 	kube.Register(cmd.Flags())
 	return cmd
 }

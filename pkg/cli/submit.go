@@ -45,13 +45,18 @@ that say why. What it saw is kept on this machine for generator status and
 generator logs --attempt. Ctrl-C stops following, not the job: generator
 status shows it again.
 
+With --workspace, the folder is packed (docs/workspace.md) and shipped in
+ConfigMaps owned by the job, which go away with it; its pods unpack it into
+their working folder before setupCommands and mainProgram.
+
 Exit codes: 0 when the job was submitted (with --wait, when it succeeded), 1
 when the check found a problem, a job of that name has not finished, or the
 job failed or outlasted --timeout, 2 for a wrong command line, 3 when the
 cluster cannot be reached, 130 when Ctrl-C stopped following.`,
 		Example: `  generator submit settings.yaml
   generator submit -f settings.yaml --wait --timeout 2h
-  generator submit settings.yaml --force -n team-a`,
+  generator submit settings.yaml --force -n team-a
+  generator submit settings.yaml --workspace . --wait`,
 		Annotations: map[string]string{consequence: "nothing was submitted"},
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			if timeout < 0 || (timeout > 0 && !wait) {
@@ -86,6 +91,7 @@ cluster cannot be reached, 130 when Ctrl-C stopped following.`,
 		}),
 	}
 	in.register(cmd)
+	in.registerWorkspace(cmd)
 	kube.Register(cmd.Flags())
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the job until it finishes; exit 0 only when it succeeds")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, how long to follow the job, as 90m or 2h (0: until it finishes); the job goes on after it")

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -65,10 +66,10 @@ func (c *Client) Delete(ctx context.Context, ref Ref, wait bool) (Deletion, erro
 // remove deletes a job in the foreground, unless it is being deleted
 // already; the UID precondition keeps a job of the same name made since
 // from being deleted. What was kept of why jobs of its name failed goes
-// with it.
+// with it, and the ConfigMaps of its workspace, once it is deleted.
 func (c *Client) remove(ctx context.Context, old *unstructured.Unstructured) error {
 	if old.GetDeletionTimestamp() != nil {
-		return c.forget(old)
+		return errors.Join(c.deleteWorkspace(ctx, old), c.forget(old))
 	}
 	k := kindOf(old)
 	foreground, uid := metav1.DeletePropagationForeground, old.GetUID()
@@ -76,7 +77,7 @@ func (c *Client) remove(ctx context.Context, old *unstructured.Unstructured) err
 		metav1.DeleteOptions{PropagationPolicy: &foreground, Preconditions: &metav1.Preconditions{UID: &uid}})
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
-		return c.forget(old)
+		return errors.Join(c.deleteWorkspace(ctx, old), c.forget(old))
 	case apierrors.IsForbidden(err) && !IsWebhookDenial(err):
 		return forbidden("delete", k.resource.GroupResource().String(), old.GetNamespace(), "to delete the job")
 	}

@@ -115,6 +115,9 @@ func (s Status) Lines() string {
 	if s.GPUs > 0 {
 		line("gpus", fmt.Sprintf("%d %s", s.GPUs, s.GPUResource))
 	}
+	if s.Workspace != nil {
+		line("workspace", s.Workspace.Line())
+	}
 	line("problem", oneLine(s.Pods.Problem))
 	var queue []string
 	if s.Queue != "" {

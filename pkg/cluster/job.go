@@ -29,6 +29,10 @@ type Job struct {
 	// (PyTorchJob: one per replica type); a bare T9k job's replica types,
 	// as its controller makes them.
 	PodSets []PodSet
+	// Workspace are the ConfigMaps that carry the folder shipped with the
+	// job (Carry), in its namespace: Submit creates them after the job,
+	// owned by it.
+	Workspace []*unstructured.Unstructured
 }
 
 // PodSet is a group of identical pods.

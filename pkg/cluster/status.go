@@ -124,6 +124,9 @@ type Status struct {
 	// nvidia.com/gpu, or another that accelerator.Vendors knows.
 	GPUs        int64  `json:"gpus"`
 	GPUResource string `json:"gpuResource,omitempty"`
+	// Workspace is the folder shipped with the job, if any, as its
+	// annotations say.
+	Workspace *Workspace `json:"workspace,omitempty"`
 	// Created is when the job was created.
 	Created time.Time `json:"created,omitzero"`
 	// Setup are the setup commands that failed in the pods there are, as
@@ -334,7 +337,7 @@ func (c *Client) place(ctx context.Context, s *Status) {
 func picture(obj *unstructured.Unstructured, podList []corev1.Pod, wl *workload) (Status, error) {
 	k := kindOf(obj)
 	s := Status{Kind: obj.GetKind(), Name: obj.GetName(), Namespace: obj.GetNamespace(), Queue: obj.GetLabels()[QueueLabel],
-		Created: obj.GetCreationTimestamp().Time, Generator: obj.GetAnnotations()[Marker]}
+		Created: obj.GetCreationTimestamp().Time, Generator: obj.GetAnnotations()[Marker], Workspace: WorkspaceOf(obj)}
 	if job, err := JobOf(obj); err == nil {
 		s.Pods.Expected = job.Pods()
 		name, gpus := accelerator.In(job.Requests())

@@ -52,7 +52,9 @@ func (e Busy) Error() string {
 // generator's field manager. A job of the same name that has finished is
 // deleted first, and waited for until it is gone: applied over, it would
 // not run again. One that has not finished is refused (Busy), unless force.
-// Jobs of other kinds of its name are its Namesakes.
+// Jobs of other kinds of its name are its Namesakes. The ConfigMaps of
+// its workspace, if any, are created after it, owned by it; when they
+// cannot be, the job is deleted again.
 func (c *Client) Submit(ctx context.Context, job *Job, force bool) (Submission, error) {
 	ref := job.Ref()
 	resource := c.Dynamic.Resource(ref.resource()).Namespace(ref.Namespace)
@@ -90,14 +92,23 @@ func (c *Client) Submit(ctx context.Context, job *Job, force bool) (Submission, 
 		}
 		done.Replaced = status.State
 	}
+	if err := c.clearWorkspace(ctx, job); err != nil {
+		return done, err
+	}
 	data, err := json.Marshal(job.Object.Object)
 	if err != nil {
 		return done, err
 	}
 	overwrite := true
-	_, err = resource.Patch(ctx, ref.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &overwrite})
+	created, err := resource.Patch(ctx, ref.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &overwrite})
 	if err != nil {
 		return done, c.failed(err, "submitting the "+ref.String())
+	}
+	if err := c.shipWorkspace(ctx, job, created); err != nil {
+		if undo := c.remove(ctx, created); undo != nil {
+			return done, fmt.Errorf("%w; and the %s, submitted before it, could not be deleted again: %v", err, ref, undo)
+		}
+		return done, fmt.Errorf("%w; the %s, submitted before it, was deleted again", err, ref)
 	}
 	return done, nil
 }

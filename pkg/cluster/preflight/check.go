@@ -92,6 +92,9 @@ func checkOn(ctx context.Context, c *cluster.Client, job *cluster.Job, values ma
 	} else {
 		wg.Go(func() { k.accelerators(ctx) })
 	}
+	if len(job.Workspace) > 0 {
+		wg.Go(func() { k.workspace(ctx, mk != nil) })
+	}
 	for _, r := range k.references(ctx) {
 		if mk == nil || !podsOnly[r.gvr] {
 			wg.Go(func() { k.exists(ctx, r) })
@@ -527,6 +530,20 @@ func (k *checker) mayCreate(ctx context.Context, gvr schema.GroupVersionResource
 	}
 	allowed, _, _ := unstructured.NestedBool(answer.Object, "status", "allowed")
 	return allowed, nil
+}
+
+// workspace checks that the ConfigMaps of the job's workspace can be
+// made, and reach its pods: not on a MultiKueue worker.
+func (k *checker) workspace(ctx context.Context, dispatched bool) {
+	if dispatched {
+		k.add(diag.Error, diag.Path{"queueName"}, "this queue sends the job to a MultiKueue worker cluster, and MultiKueue copies the job only, not the ConfigMaps of its workspace (--workspace); "+
+			"ship the code in the image or with setupCommands (git clone), or choose a queue of this cluster")
+		return
+	}
+	if allowed, err := k.mayCreate(ctx, configMaps); err == nil && !allowed {
+		k.add(diag.Error, k.namespacePath(), "you may not create ConfigMaps %s (RBAC), which carry the workspace (--workspace); ask an administrator for the right, or ship the code in the image",
+			where(k.namespace))
+	}
 }
 
 // namespacePath is the key where a finding about the namespace goes: the
