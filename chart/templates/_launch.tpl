@@ -21,7 +21,7 @@ as it was.
 {{- $errexit := and .setupErrexit .setupCommands }}
 {{- with .workspace }}
 cat {{ include "torchwrap.workspacePath" . }}/part-* | tar -xzf - || { echo "the workspace could not be unpacked into $PWD" >&2; exit 1; }
-echo "Workspace {{ trunc 19 .digest }} ({{ .files }} files) unpacked into $PWD"
+echo "Workspace {{ trunc 19 .digest }} ({{ .files }} files) unpacked into the working folder"
 {{- end }}
 {{- if $errexit }}
 set -e

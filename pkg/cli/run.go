@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/failure"
@@ -58,6 +60,10 @@ made as a link to a folder here for the run, and removed after it. A claim,
 Secret or ConfigMap the job reads must be mapped with --map, or the run
 refuses to start; a Secret is read from the cluster only with --from-cluster.
 
+With --workspace, the pods' folders start empty, and each pod's launch script
+unpacks the packed folder there, as it does in the cluster: what the ignore
+files or the secrets rule leave out is not there either.
+
 The pods' output is written as generator logs writes it, each line after
 its pod's role and index. When a container fails, every pod is stopped and
 the run says which rank failed and why; its exit code is then 1. Ctrl-C
@@ -65,7 +71,8 @@ stops every process the pods started.`,
 		Example: `  generator run --local -f settings.yaml
   generator run --local -f settings.yaml --pods 2 --set torchrun.nprocPerNode=1
   generator run --local -f settings.yaml --map pvc/my-data=./data --map secret/hf-token=./token.env
-  generator run --local -f settings.yaml --timeout 2m`,
+  generator run --local -f settings.yaml --timeout 2m
+  generator run --local -f settings.yaml --workspace .`,
 		Annotations: map[string]string{
 			consequence: "nothing was run",
 		},
@@ -78,6 +85,7 @@ stops every process the pods started.`,
 		}),
 	}
 	f.in.register(cmd)
+	f.in.registerWorkspace(cmd)
 	flags := cmd.Flags()
 	flags.BoolVar(&f.local, "local", false, "run the job's pods as processes of this machine (the only place run runs them)")
 	flags.IntVar(&f.pods, "pods", 0, "run at most this many pods (numPods, and an elastic job's minPods and maxPods, capped); 0 runs the job's own count")
@@ -119,6 +127,11 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 		return err
 	}
 	opts := local.Options{Maps: maps, Source: project}
+	folders := fmt.Sprintf("each pod runs in a folder of its own, which links to the files of %s, as an image's are in its working folder", project)
+	if ws := f.in.packed; ws != nil {
+		opts.Source, opts.ConfigMaps = "", carried(result.job)
+		folders = fmt.Sprintf("each pod runs in a folder of its own, empty, where its launch script unpacks the workspace of %s as it does in the cluster", ws.Folder)
+	}
 	if f.fromCluster {
 		client, err := dial(s, &f.kube)
 		if err != nil {
@@ -140,7 +153,7 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 	}
 	fmt.Fprintf(s.Err, "%s (%d pods) runs here, as processes of this machine: its programs stand for the image %s; the pods' folders are in %s\n",
 		result.name, len(pods), strings.Join(images(pods), ", "), dir)
-	fmt.Fprintf(s.Err, "  each pod runs in a folder of its own, which links to the files of %s, as an image's are in its working folder\n", project)
+	fmt.Fprintln(s.Err, "  "+folders)
 	for _, note := range append(result.notes, plan.Notes...) {
 		fmt.Fprintln(s.Err, "  "+note)
 	}
@@ -215,7 +228,27 @@ func (f *runFlags) render(s Streams) (*renderedJob, error) {
 	if err != nil {
 		return nil, err
 	}
+	job.Carry(result.ConfigMaps)
 	return &renderedJob{job: job, name: job.Inner.GetKind() + " " + job.Inner.GetName(), notes: notes}, nil
+}
+
+// carried are the data of the ConfigMaps that carry a job's workspace, by
+// name, for the run to make.
+func carried(job *cluster.Job) map[string]map[string]string {
+	given := map[string]map[string]string{}
+	for _, cm := range job.Workspace {
+		data := map[string]string{}
+		encoded, _, _ := unstructured.NestedStringMap(cm.Object, "binaryData")
+		for key, value := range encoded {
+			b, err := base64.StdEncoding.DecodeString(value)
+			if err != nil {
+				panic(fmt.Sprintf("the workspace's ConfigMap %s was encoded here: %v", cm.GetName(), err))
+			}
+			data[key] = string(b)
+		}
+		given[cm.GetName()] = data
+	}
+	return given
 }
 
 // images are the images of the pods' containers.

@@ -27,8 +27,12 @@ type Options struct {
 	// its own tmp), and one per emptyDir or ephemeral volume.
 	Dir string
 	// Source is the folder whose files each pod's working folder links to,
-	// as an image's files are in its working folder: the user's project.
+	// as an image's files are in its working folder: the user's project;
+	// "" for none (a job that ships its workspace unpacks it there).
 	Source string
+	// ConfigMaps are ConfigMaps the run makes itself, by name: those that
+	// carry a workspace.
+	ConfigMaps map[string]map[string]string
 	// Maps are the local folders and files that stand for the claims,
 	// Secrets and ConfigMaps the job reads: "pvc/NAME", "secret/NAME",
 	// "configmap/NAME" to a path. A Secret's or ConfigMap's path is a
@@ -88,7 +92,7 @@ type write struct {
 // the first error of the cluster that Options.Cluster reads from.
 func Prepare(ctx context.Context, pods []Pod, o Options) (*Plan, error) {
 	p := &Plan{source: o.Source}
-	data := mapped{maps: o.Maps, cluster: o.Cluster}
+	data := mapped{maps: o.Maps, cluster: o.Cluster, given: o.ConfigMaps}
 	addresses := map[string]string{}
 	for i, pod := range pods {
 		for _, name := range pod.Names {
@@ -200,6 +204,13 @@ func (p *Plan) volumes(ctx context.Context, pod Pod, o Options, data mapped) (ma
 				continue
 			}
 			sources[v.Name] = path
+		case v.Projected != nil:
+			dir, missing, err := p.projected(ctx, pod, v, o, data)
+			if err != nil {
+				return nil, nil, err
+			}
+			problems = append(problems, missing...)
+			sources[v.Name] = dir
 		case v.Secret != nil, v.ConfigMap != nil:
 			kind, name, optional := "secret", "", false
 			if v.Secret != nil {
@@ -231,6 +242,33 @@ func (p *Plan) volumes(ctx context.Context, pod Pod, o Options, data mapped) (ma
 		}
 	}
 	return sources, problems, nil
+}
+
+// projected places a projected volume of ConfigMaps (a workspace's) as
+// one folder of their keys; what it cannot place is a problem.
+func (p *Plan) projected(ctx context.Context, pod Pod, v corev1.Volume, o Options, data mapped) (string, []string, error) {
+	dir := filepath.Join(o.Dir, "volumes", v.Name)
+	var problems []string
+	for _, source := range v.Projected.Sources {
+		if source.ConfigMap == nil {
+			problems = append(problems, fmt.Sprintf("the volume %s of %s projects what this run does not make here: only ConfigMaps", v.Name, pod.Label()))
+			continue
+		}
+		name := source.ConfigMap.Name
+		values, err := data.get(ctx, "configmap", pod.Pod.Namespace, name)
+		var read clusterError
+		switch {
+		case errors.As(err, &read):
+			return "", nil, read.err
+		case err != nil:
+			problems = append(problems, err.Error())
+		case values == nil && !isTrue(source.ConfigMap.Optional):
+			problems = append(problems, fmt.Sprintf("the configmap %q (volume %s, mounted at %s) is not here: %s", name, v.Name, mountPaths(pod, v.Name), mapHint("configmap", name)))
+		default:
+			p.writes = append(p.writes, write{dir, values})
+		}
+	}
+	return dir, problems, nil
 }
 
 // mountPaths are where the pod's containers mount a volume.
@@ -330,6 +368,7 @@ func rename(s string, addresses map[string]string) string {
 type mapped struct {
 	maps    map[string]string
 	cluster KeyedData
+	given   map[string]map[string]string
 }
 
 func (m mapped) ConfigMap(ctx context.Context, namespace, name string) (map[string]string, error) {
@@ -343,6 +382,9 @@ func (m mapped) Secret(ctx context.Context, namespace, name string) (map[string]
 func (m mapped) get(ctx context.Context, kind, namespace, name string) (map[string]string, error) {
 	if _, ok := m.maps[kind+"/"+name]; ok {
 		return m.read(kind, name)
+	}
+	if values, ok := m.given[name]; ok && kind == "configmap" {
+		return values, nil
 	}
 	var values map[string]string
 	var err error

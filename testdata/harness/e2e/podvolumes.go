@@ -144,8 +144,31 @@ func (r *podRun) volume(ctx context.Context, v corev1.Volume) (string, *corev1.E
 		return own, nil, writeItems(own, data, v.Secret.Items, v.Secret.DefaultMode)
 	case v.PersistentVolumeClaim != nil:
 		return r.claim(ctx, v.PersistentVolumeClaim.ClaimName)
+	case v.Projected != nil:
+		return own, nil, r.projected(ctx, own, v.Projected)
 	}
 	return "", nil, fmt.Errorf("the process nodes do not support this kind of volume")
+}
+
+// projected writes the keys of a projected volume's ConfigMaps into its
+// folder, as the kubelet does; the process nodes project nothing else.
+func (r *podRun) projected(ctx context.Context, dir string, v *corev1.ProjectedVolumeSource) error {
+	for _, source := range v.Sources {
+		if source.ConfigMap == nil {
+			return fmt.Errorf("the process nodes project ConfigMaps only")
+		}
+		data, err := r.nodes.ConfigMap(ctx, r.pod.Namespace, source.ConfigMap.Name)
+		if err != nil {
+			return err
+		}
+		if data == nil && !isTrue(source.ConfigMap.Optional) {
+			return fmt.Errorf("configmap %q not found", source.ConfigMap.Name)
+		}
+		if err := writeItems(dir, data, source.ConfigMap.Items, v.DefaultMode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // claim is the folder of a PersistentVolumeClaim: the path of the hostPath
