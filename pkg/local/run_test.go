@@ -290,3 +290,47 @@ func TestRunMountPathTaken(t *testing.T) {
 	require.NoFileExists(t, marker, "no process started")
 	require.DirExists(t, taken, "the machine's folder is left as it was")
 }
+
+// A projected volume of ConfigMaps the run makes itself (a workspace's)
+// is one folder of all their keys; one it neither makes nor is given is
+// refused before anything starts.
+func TestRunProjectedConfigMaps(t *testing.T) {
+	base := t.TempDir()
+	mount := filepath.Join(base, "mnt", "parts")
+	pod := `
+          volumes:
+          - name: parts
+            projected:
+              sources:
+              - configMap: {name: job-workspace-0}
+              - configMap: {name: job-workspace-1}`
+	container := fmt.Sprintf(`
+            volumeMounts:
+            - {name: parts, mountPath: %q, readOnly: true}`, mount)
+	script := fmt.Sprintf(`cat %s/part-*`, mount)
+	given := map[string]map[string]string{"job-workspace-0": {"part-00": "one "}, "job-workspace-1": {"part-01": "two"}}
+	plan := twoPods(t, podSpec(script, container, pod), podSpec(script, container, pod), local.Options{Dir: filepath.Join(base, "run"), ConfigMaps: given})
+	var out output
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
+	require.NoError(t, err)
+	require.Nil(t, failed, out.lines)
+	require.ElementsMatch(t, []string{"[master-0] one two", "[worker-0] one two"}, out.lines)
+
+	manifest := `apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: job}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1` + podSpec(script, container, pod)
+	var obj map[string]any
+	require.NoError(t, sigsyaml.Unmarshal([]byte(manifest), &obj))
+	data, err := sigsyaml.Marshal(obj)
+	require.NoError(t, err)
+	job, err := cluster.NewJob(data, "ml")
+	require.NoError(t, err)
+	pods, err := local.Pods(job)
+	require.NoError(t, err)
+	_, err = local.Prepare(context.Background(), pods, local.Options{Dir: filepath.Join(base, "other"), ConfigMaps: map[string]map[string]string{"job-workspace-0": {"part-00": "one"}}})
+	require.ErrorContains(t, err, `the configmap "job-workspace-1" (volume parts, mounted at `+mount+`) is not here`)
+}
