@@ -96,6 +96,8 @@ func importAll(args []string, s Streams) ([]*importer.Result, error) {
 				refused = append(refused, err.Error())
 			case err != nil:
 				return nil, err
+			case res == nil && obj.WorkspaceOf() != "":
+				fmt.Fprintf(s.Err, "%s:%d: skipped a ConfigMap of the workspace of %s: it carries files, not settings\n", obj.Source, obj.Line, obj.WorkspaceOf())
 			case res == nil:
 				kind, _ := obj.Kind()
 				fmt.Fprintf(s.Err, "%s:%d: skipped a %s: it is not a job; apply it on its own\n", obj.Source, obj.Line, kind)
@@ -217,6 +219,9 @@ func writeImports(s Streams, results []*importer.Result, output string) error {
 // do not carry, with its line.
 func tell(w io.Writer, res *importer.Result, to string) {
 	fmt.Fprintf(w, "%s:%d: %s %s → %s", res.Source, res.Line, res.Read, res.Name, to)
+	if ws := res.Workspace; ws != nil {
+		fmt.Fprintf(w, " (it ships a workspace, %s, whose files are not imported: ship a folder again with submit --workspace FOLDER)", ws.Line())
+	}
 	if len(res.Lost) == 0 {
 		fmt.Fprintf(w, ": every field carried (the generator adds %s)\n", schema.Count(len(res.Added), "field"))
 		return

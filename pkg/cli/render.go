@@ -76,7 +76,7 @@ func (f *inputFlags) pack(s Streams) (*workspace.Packed, error) {
 		return nil, err
 	}
 	configMaps := "1 ConfigMap"
-	if n := len(p.Parts()); n > 1 {
+	if n := p.Parts; n > 1 {
 		configMaps = fmt.Sprintf("%d ConfigMaps", n)
 	}
 	fmt.Fprintf(s.Err, "workspace: %s, %d files (%s), packed into %s (%s)\n",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,22 +39,16 @@ type Workspace struct {
 // WorkspaceOf reads the workspace of a job from its annotations; nil when
 // it ships none.
 func WorkspaceOf(obj *unstructured.Unstructured) *Workspace {
-	a := obj.GetAnnotations()
-	digest := a[workspace.DigestAnnotation]
-	if digest == "" {
+	p := workspace.Read(obj.GetAnnotations())
+	if p == nil {
 		return nil
 	}
-	files, _ := strconv.Atoi(a[workspace.DigestAnnotation+"-files"])
-	bytes, _ := strconv.ParseInt(a[workspace.DigestAnnotation+"-bytes"], 10, 64)
-	parts, _ := strconv.Atoi(a[workspace.DigestAnnotation+"-parts"])
-	return &Workspace{Digest: digest, Files: files, Bytes: bytes, Folder: a[workspace.DigestAnnotation+"-folder"],
-		ConfigMaps: workspace.Names(obj.GetName(), parts)}
+	return &Workspace{Digest: p.Digest, Files: p.Files, Bytes: p.Bytes, Folder: p.Folder, ConfigMaps: workspace.Names(obj.GetName(), p.Parts)}
 }
 
-// Line says a workspace in a line: its digest, short, its files and size,
-// and its folder.
+// Line says a workspace in a line, as workspace.Packed does.
 func (w Workspace) Line() string {
-	return fmt.Sprintf("%.19s (%d files, %s) from %s", w.Digest, w.Files, workspace.Size(w.Bytes), w.Folder)
+	return (&workspace.Packed{Digest: w.Digest, Files: w.Files, Bytes: w.Bytes, Folder: w.Folder}).Line()
 }
 
 // clearWorkspace makes room for a job's workspace: a ConfigMap of a name it

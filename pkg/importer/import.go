@@ -16,6 +16,7 @@ import (
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/pkg/workspace"
 	"github.com/torchwrap/generator/schema"
 )
 
@@ -40,6 +41,10 @@ type Result struct {
 	// Input is the job as compared (without what the server writes);
 	// Rendered, what the settings render.
 	Input, Rendered map[string]any
+	// Workspace is the folder the job ships (--workspace), as its
+	// annotations say, without its files: the settings are rendered with
+	// it, and the files stay in the job's ConfigMaps.
+	Workspace *workspace.Packed
 }
 
 // Import reads one object into settings. It returns nil, and no error, for
@@ -69,8 +74,9 @@ func Import(obj *Object) (*Result, error) {
 	if _, ok := values["containerImage"]; !ok {
 		return nil, &Error{Source: obj.Source, Line: obj.Line, Msg: fmt.Sprintf("%s whose training container names no image (it runs its image's or its runtime's): settings need the image (containerImage); add it to the job and import it again", j.describe())}
 	}
-	res := &Result{Source: obj.Source, Line: obj.Line, Read: j.describe(), Name: str(values["jobName"])}
-	body, rendered, err := settle(keys, values, r.notes, &res.Refused)
+	res := &Result{Source: obj.Source, Line: obj.Line, Read: j.describe(), Name: str(values["jobName"]),
+		Workspace: workspace.Read(annotations(obj.Value))}
+	body, rendered, err := settle(keys, values, r.notes, res.Workspace, &res.Refused)
 	var refused diag.List
 	if errors.As(err, &refused) {
 		return nil, &Error{Source: obj.Source, Line: obj.Line, Msg: fmt.Sprintf("%s cannot be expressed as settings: %s: %s", j.describe(), refused[0].Path, refused[0].Message)}
@@ -102,13 +108,13 @@ func Import(obj *Object) (*Result, error) {
 // chart refuses is taken out, and listed in refused with the rule's message,
 // until they render. A problem with nothing to take out (a setting no file
 // can be without) is returned alone, as a diag.List.
-func settle(keys schema.Keys, values map[string]any, notes map[string]string, refused *[]string) ([]byte, *render.Result, error) {
+func settle(keys schema.Keys, values map[string]any, notes map[string]string, ws *workspace.Packed, refused *[]string) ([]byte, *render.Result, error) {
 	for {
 		body, err := settingsText(keys, values, notes)
 		if err != nil {
 			return nil, nil, err
 		}
-		rendered, err := renderText(body)
+		rendered, err := renderText(body, ws)
 		var problems diag.List
 		if !errors.As(err, &problems) {
 			return body, rendered, err
@@ -222,12 +228,21 @@ func remove(values map[string]any, path diag.Path) bool {
 }
 
 // renderText renders a settings file's text.
-func renderText(text []byte) (*render.Result, error) {
+func renderText(text []byte, ws *workspace.Packed) (*render.Result, error) {
 	in, err := settings.Load(settings.Options{Files: []string{"-"}, Stdin: bytes.NewReader(text)})
 	if err != nil {
 		return nil, err
 	}
-	return render.Render(in, nil, nil)
+	return render.Render(in, nil, ws)
+}
+
+// annotations are the annotations of an object read.
+func annotations(obj map[string]any) map[string]string {
+	out := map[string]string{}
+	for k, v := range mapOf(dig(obj, "metadata", "annotations")) {
+		out[k] = str(v)
+	}
+	return out
 }
 
 // settingsText writes the settings as a file, in the schema's order, each
@@ -267,6 +282,10 @@ func header(res *Result) []byte {
 		b.WriteString("# Rendered, these settings give every field of that job.\n")
 	} else {
 		fmt.Fprintf(&b, "# Rendered, these settings give that job but for %s, listed below.\n", schema.Count(len(res.Lost), "field"))
+	}
+	if ws := res.Workspace; ws != nil {
+		fmt.Fprintf(&b, "#\n# The job ships a workspace, %s, whose files are in its ConfigMaps, not here:\n"+
+			"# ship a folder again with generator submit --workspace FOLDER.\n", ws.Line())
 	}
 	if len(res.Added) > 0 {
 		b.WriteString("#\n# The render adds:\n")

@@ -24,12 +24,15 @@ type launch struct {
 }
 
 // ownLines are the lines the generator's launch scripts write around the
-// user's commands (torchwrap.launchScript, torchwrap.setupScript): read back,
-// they are the generator's, not setup commands.
+// user's commands (torchwrap.launchScript, torchwrap.setupScript, with the
+// workspace's unpacking): read back, they are the generator's, not setup
+// commands.
 var ownLines = regexp.MustCompile(`^(echo "Pod \$\{(RANK|PET_NODE_RANK)\} of \$\{(WORLD_SIZE|PET_NNODES)\}; master at .*"` +
 	`|echo "Starting (elastic )?torchrun on .* pods"` +
 	`|echo "Sakkara schedules this job: RANK is the rank Sakkara assigned \(\$\{SAKKARA_RANK\}\)"` +
-	`|export RANK=\$SAKKARA_RANK)$`)
+	`|export RANK=\$SAKKARA_RANK` +
+	`|cat /tmp/torchwrap-workspace/part-\* \| tar -xzf - \|\| \{ echo "the workspace could not be unpacked into \$PWD" >&2; exit 1; \}` +
+	`|echo "Workspace sha256:[0-9a-f]+ \(\d+ files\) unpacked into the working folder")$`)
 
 // readLaunch reads a container's command and args.
 func readLaunch(command, args []string) launch {

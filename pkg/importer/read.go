@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/workspace"
 )
 
 // Object is one object of an input file, with the line of each of its fields.
@@ -35,6 +36,15 @@ func (o *Object) Kind() (kind, group string) {
 		group = "" // the core group: v1
 	}
 	return kind, group
+}
+
+// WorkspaceOf is the job whose workspace the object carries, when it is a
+// ConfigMap of one (workspace.JobLabel); "" otherwise.
+func (o *Object) WorkspaceOf() string {
+	if kind, group := o.Kind(); kind != "ConfigMap" || group != "" {
+		return ""
+	}
+	return str(dig(o.Value, "metadata", "labels", workspace.JobLabel))
 }
 
 // LineOf is the line of the field at path, or of the nearest field above it

@@ -127,7 +127,7 @@ func item(values chartutil.Values, ws *workspace.Packed) map[string]any {
 	it := map[string]any{"values": map[string]any(values)}
 	if ws != nil {
 		it["workspace"] = map[string]any{
-			"configMaps": workspace.Names(jobName(values), len(ws.Parts())),
+			"configMaps": workspace.Names(jobName(values), ws.Parts),
 			"digest":     ws.Digest, "files": ws.Files, "bytes": ws.Bytes, "folder": ws.Folder,
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -56,9 +57,12 @@ type Packed struct {
 	// their size, unpacked.
 	Files int
 	Bytes int64
-	// Archive is the gzipped tar, and Digest its SHA-256 ("sha256:HEX").
+	// Archive is the gzipped tar, and Digest its SHA-256 ("sha256:HEX");
+	// Parts, how many ConfigMaps carry it (Split). A workspace read back
+	// from a job (import) has no Archive.
 	Archive []byte
 	Digest  string
+	Parts   int
 	// Secrets are the files left out because they look like secrets, by
 	// their paths in the folder.
 	Secrets []string
@@ -149,11 +153,12 @@ func Pack(folder string) (*Packed, error) {
 	}
 	sum := sha256.Sum256(p.Archive)
 	p.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	p.Parts = len(p.Split())
 	return p, nil
 }
 
-// Parts are the archive in pieces of at most PartSize bytes, in order.
-func (p *Packed) Parts() [][]byte {
+// Split is the archive in pieces of at most PartSize bytes, in order.
+func (p *Packed) Split() [][]byte {
 	var parts [][]byte
 	for rest := p.Archive; len(rest) > 0; {
 		n := min(len(rest), PartSize)
@@ -429,7 +434,7 @@ func Names(jobName string, n int) []string {
 // them in that order), labeled with the job's name and annotated with the
 // workspace's digest.
 func (p *Packed) ConfigMaps(jobName, namespace string) []map[string]any {
-	parts := p.Parts()
+	parts := p.Split()
 	names := Names(jobName, len(parts))
 	objects := make([]map[string]any, len(parts))
 	for i, part := range parts {
@@ -450,11 +455,33 @@ func (p *Packed) ConfigMaps(jobName, namespace string) []map[string]any {
 }
 
 // JobLabel labels a workspace's ConfigMaps with the name of their job;
-// DigestAnnotation gives the workspace's digest, on them and on the job.
+// DigestAnnotation gives the workspace's digest, on them and on the job,
+// whose annotations DigestAnnotation-files, -bytes, -folder and -parts
+// (the chart's torchwrap.manifest) say the rest.
 const (
 	JobLabel         = "torchwrap.dev/workspace-of"
 	DigestAnnotation = "torchwrap.dev/workspace"
 )
+
+// Read reads the workspace a job ships from its annotations, without its
+// archive; nil when it ships none.
+func Read(annotations map[string]string) *Packed {
+	digest := annotations[DigestAnnotation]
+	if digest == "" {
+		return nil
+	}
+	p := &Packed{Digest: digest, Folder: annotations[DigestAnnotation+"-folder"]}
+	p.Files, _ = strconv.Atoi(annotations[DigestAnnotation+"-files"])
+	p.Bytes, _ = strconv.ParseInt(annotations[DigestAnnotation+"-bytes"], 10, 64)
+	p.Parts, _ = strconv.Atoi(annotations[DigestAnnotation+"-parts"])
+	return p
+}
+
+// Line says a workspace in a line: its digest, short, its files and size,
+// and the folder it was packed from.
+func (p *Packed) Line() string {
+	return fmt.Sprintf("%.19s (%d files, %s) from %s", p.Digest, p.Files, Size(p.Bytes), p.Folder)
+}
 
 // largest are the five largest files, the largest first.
 func largest(files []File) []File {

@@ -191,8 +191,9 @@ func TestPackRefusesTooLargeNamingTheLargestFiles(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(root, "weights.pt")))
 	p, err := workspace.Pack(root)
 	require.NoError(t, err, "7 MiB of noise fits")
-	parts := p.Parts()
+	parts := p.Split()
 	assert.Len(t, parts, 8)
+	assert.Equal(t, 8, p.Parts)
 	assert.Equal(t, p.Archive, bytes.Join(parts, nil))
 	for _, part := range parts {
 		assert.LessOrEqual(t, len(part), workspace.PartSize)

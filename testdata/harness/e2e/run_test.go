@@ -168,6 +168,7 @@ func (s *sim) processNodes(t *testing.T) {
 	t.Run("setup-fails", s.runSetupFails)
 	t.Run("setup-goes-on", s.runSetupGoesOn)
 	t.Run("deleted-pod", s.runDeletedPod)
+	t.Run("workspace", s.runWorkspace)
 	t.Run("t9k", s.runT9k)
 	t.Run("lifecycle", s.runLifecycle)
 	t.Run("list", s.listRun)
