@@ -217,11 +217,12 @@ func (n *podNetwork) newSandbox(ip net.IP, link int, hostname, tmp string, mount
 
 // command runs a container's program in the pod's namespaces, in a PID
 // namespace of its own whose processes all die with it (unshare
-// --kill-child), from the folder dir. Signals to the command's process group
-// reach the program and its children; unshare passes the program's exit
-// status on.
+// --kill-child), from the folder dir as the pod's mounts show it (--wdns:
+// --wd would open it before entering them, in this machine's files). Signals
+// to the command's process group reach the program and its children; unshare
+// passes the program's exit status on.
 func (s *sandbox) command(dir string, argv []string) *exec.Cmd {
-	args := []string{"-t", strconv.Itoa(s.holder.pid()), "-n", "-m", "-u", "--wd=" + dir, "--",
+	args := []string{"-t", strconv.Itoa(s.holder.pid()), "-n", "-m", "-u", "--wdns=" + dir, "--",
 		"unshare", "--pid", "--fork", "--kill-child", "--"}
 	cmd := exec.Command("nsenter", append(args, argv...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
