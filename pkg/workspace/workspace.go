@@ -361,9 +361,14 @@ func (l *limited) Write(p []byte) (int, error) {
 
 // archive packs the files into a gzipped tar that depends on their paths,
 // contents, links and whether they are executable only: no owner, no time.
+// gzip's fastest level packs a typical project four times faster than its
+// default, into an archive a half larger (BenchmarkPack; docs/design.md).
 func archive(root string, files []File) ([]byte, error) {
 	var out limited
-	zw := gzip.NewWriter(&out)
+	zw, err := gzip.NewWriterLevel(&out, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
 	tw := tar.NewWriter(zw)
 	dirs := map[string]bool{}
 	for _, f := range files {

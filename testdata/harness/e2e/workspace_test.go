@@ -4,6 +4,7 @@ package e2e_test
 
 import (
 	"crypto/rand"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,11 +21,14 @@ import (
 // workspaceFiles is the folder the scenario workspace ships: a program, a
 // module it imports, a small data file, and a .env that must stay here.
 var workspaceFiles = map[string]string{
+	// One write a line, as allreduce.py: the ranks of a pod share its
+	// output, unbuffered, where print writes the newline apart.
 	"train.py": `import os
+import sys
 from lib.util import answer
 with open("data/greeting.txt") as f:
     greeting = f.read().strip()
-print(f"rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']}: answer {answer()}, {greeting}, .env here: {os.path.exists('.env')}", flush=True)
+sys.stdout.write(f"rank {os.environ['RANK']} of {os.environ['WORLD_SIZE']}: answer {answer()}, {greeting}, .env here: {os.path.exists('.env')}\n")
 `,
 	"lib/__init__.py":   "",
 	"lib/util.py":       "def answer():\n    return 42\n",
@@ -123,6 +127,18 @@ func (s *sim) runWorkspace(t *testing.T) {
 	kubectl(t, s.cluster, nil, "delete", "pytorchjob", "-n", runNamespace, other, "--wait=true")
 	s.waitFor(t, runNamespace, "the garbage collector deleting the workspace of "+other, time.Minute, func() bool { return len(carried()) == 0 })
 
+	// What submit takes (without --wait; the test's log has each command's
+	// time): a typical project, and a folder at the limit, in 8 ConfigMaps.
+	for job, dir := range map[string]string{"workspace-typical": typicalProject(t), "workspace-at-limit": atTheLimit(t)} {
+		r := s.generate(t, folder, "submit", "-f", cases.Path(t, "testdata", "sim", "allreduce.settings.yaml"), "--kubeconfig", "ADMIN",
+			"--set", "jobName="+job, "--set", "namespace="+runNamespace, "--set", "mainProgram=train.py", "--workspace", dir)
+		require.Equal(t, 0, r.code, r.stderr)
+		t.Logf("generator submit %s:\n%s%s", job, r.stdout, r.stderr)
+		r = s.generate(t, folder, "delete", job, "-n", runNamespace, "--kubeconfig", "ADMIN")
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	require.Empty(t, carried(), "after delete")
+
 	// Refused before anything is sent.
 	big := t.TempDir()
 	noise := make([]byte, 9<<20)
@@ -163,4 +179,39 @@ func (s *sim) workspaceStatus(t *testing.T, name, folder string) string {
 	line := regexp.MustCompile(`(?m)^  workspace: .*$`).FindString(r.stdout)
 	require.Regexp(t, `^  workspace: sha256:[0-9a-f]{12} \(4 files, \d+ B\) from `+regexp.QuoteMeta(folder)+`$`, line, r.stdout)
 	return line
+}
+
+// typicalProject is a folder of 2 MB in 200 files: 190 of Python, 10 KB
+// each, and 10 of data that do not compress (as pkg/workspace's benchmark).
+func typicalProject(t *testing.T) string {
+	dir := t.TempDir()
+	line := 0
+	for i := range 190 {
+		var code strings.Builder
+		for code.Len() < 10_000 {
+			line++
+			fmt.Fprintf(&code, "    value_%d = step(batch_%d, %d)  # line %d\n", line%97, line%89, line*7919%10_007, line)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("pkg%d", i%10), fmt.Sprintf("module%d.py", i))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(code.String()), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "data"), 0o755))
+	for i := range 10 {
+		data := make([]byte, 10_000)
+		_, _ = rand.Read(data)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "data", fmt.Sprintf("sample%d.bin", i)), data, 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "train.py"), []byte(workspaceFiles["train.py"]), 0o644))
+	return dir
+}
+
+// atTheLimit is a folder of random bytes just under the limit.
+func atTheLimit(t *testing.T) string {
+	dir := t.TempDir()
+	noise := make([]byte, 8*(1<<20-1<<10)-64<<10)
+	_, _ = rand.Read(noise)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "data.bin"), noise, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "train.py"), []byte(workspaceFiles["train.py"]), 0o644))
+	return dir
 }
