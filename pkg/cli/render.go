@@ -72,6 +72,10 @@ func (f *inputFlags) pack(s Streams) (*workspace.Packed, error) {
 		return f.packed, nil
 	}
 	p, err := workspace.Pack(f.workspace)
+	var notAFolder workspace.NotAFolder
+	if errors.As(err, &notAFolder) {
+		return nil, settings.UsageError{Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -102,6 +102,11 @@ func (e TooLarge) Error() string {
 		e.Folder, packed, Size(Limit), MaxParts, Size(PartSize), strings.Join(largest, ", "), IgnoreFile)
 }
 
+// NotAFolder refuses a workspace that names no folder.
+type NotAFolder struct{ message string }
+
+func (e NotAFolder) Error() string { return e.message }
+
 // LinksOutside refuses a folder with symbolic links that point out of it:
 // what they point to would not be in the pods.
 type LinksOutside struct {
@@ -129,11 +134,11 @@ func Pack(folder string) (*Packed, error) {
 	info, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("the workspace %s does not exist; give the folder to ship with the job", folder)
+		return nil, NotAFolder{fmt.Sprintf("the workspace %s does not exist; give the folder to ship with the job", folder)}
 	case err != nil:
 		return nil, fmt.Errorf("the workspace %s cannot be read: %w", folder, err)
 	case !info.IsDir():
-		return nil, fmt.Errorf("the workspace %s is a file, not a folder; give the folder that holds it", folder)
+		return nil, NotAFolder{fmt.Sprintf("the workspace %s is a file, not a folder; give the folder that holds it", folder)}
 	}
 	files, secrets, err := scan(abs)
 	if err != nil {

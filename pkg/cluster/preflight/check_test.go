@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/render"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/pkg/workspace"
 )
 
 // check renders settings (YAML, as the file settings.yaml) and checks the
@@ -38,21 +40,22 @@ func check(t *testing.T, f clustertest.Fake, yaml string) []string {
 
 func checkErr(t *testing.T, f clustertest.Fake, yaml string) ([]string, error) {
 	t.Helper()
-	return checkWith(t, fake(t, f), yaml)
+	return checkWith(t, fake(t, f), yaml, nil)
 }
 
-// checkWith checks the job of the settings against the cluster of the
-// client.
-func checkWith(t *testing.T, client *cluster.Client, yaml string) ([]string, error) {
+// checkWith checks the job of the settings, shipping the workspace ws
+// (nil for none), against the cluster of the client.
+func checkWith(t *testing.T, client *cluster.Client, yaml string, ws *workspace.Packed) ([]string, error) {
 	t.Helper()
 	t.Chdir(t.TempDir())
 	require.NoError(t, os.WriteFile("settings.yaml", []byte(yaml), 0o600))
 	in, err := settings.Load(settings.Options{Files: []string{"settings.yaml"}})
 	require.NoError(t, err)
-	result, err := render.Render(in, nil, nil)
+	result, err := render.Render(in, nil, ws)
 	require.NoError(t, err)
 	job, err := cluster.NewJob(result.Manifest, client.Namespace)
 	require.NoError(t, err)
+	job.Carry(result.ConfigMaps)
 	found, err := Check(context.Background(), client, job, result.Values)
 	if err != nil {
 		return nil, err
@@ -446,4 +449,41 @@ spec:
 	require.Equal(t, []string{
 		`settings.yaml:6:23: topology.preferred: no ResourceFlavor of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") names a Topology: Kueue admits a job that asks for one example.com/rack only to a flavor with a Topology, and the job would wait forever; name a LocalQueue whose ClusterQueue schedules by topology, or remove topology`,
 	}, check(t, clustertest.Fake{}, helloworld+"topology: {preferred: example.com/rack}\n"))
+}
+
+// A workspace needs the right to create ConfigMaps, and a queue of this
+// cluster: MultiKueue copies the job to a worker, not its ConfigMaps.
+func TestCheckAWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "train.py"), []byte("print(1)\n"), 0o644))
+	ws, err := workspace.Pack(dir)
+	require.NoError(t, err)
+	found, err := checkWith(t, fake(t, clustertest.Fake{}), helloworld, ws)
+	require.NoError(t, err)
+	require.Empty(t, found)
+
+	noConfigMaps := fake(t, clustertest.Fake{React: func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("create", "selfsubjectaccessreviews", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			review := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured)
+			if resource, _, _ := unstructured.NestedString(review.Object, "spec", "resourceAttributes", "resource"); resource != "configmaps" {
+				return false, nil, nil
+			}
+			review = review.DeepCopy()
+			require.NoError(t, unstructured.SetNestedField(review.Object, false, "status", "allowed"))
+			return true, review, nil
+		})
+	}})
+	found, err = checkWith(t, noConfigMaps, helloworld+"namespace: ml\n", ws)
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		`settings.yaml:6:12: namespace: you may not create ConfigMaps in namespace "ml" (RBAC), which carry the workspace (--workspace); ask an administrator for the right, or ship the code in the image`,
+	}, found)
+
+	mk := manager(t, map[string]string{"worker1": activeWorker})
+	mk.Workers = workersOf{"worker1": fake(t, clustertest.Fake{Objects: workerQueue + "\n---\n" + claim})}
+	found, err = checkWith(t, mk, mkQueue, ws)
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		`settings.yaml:6:12: queueName: this queue sends the job to a MultiKueue worker cluster, and MultiKueue copies the job only, not the ConfigMaps of its workspace (--workspace); ship the code in the image or with setupCommands (git clone), or choose a queue of this cluster`,
+	}, found)
 }

@@ -129,7 +129,7 @@ func TestCheckOnAMultiKueueManager(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			client := manager(t, c.workers)
 			client.Workers = c.reached
-			found, err := checkWith(t, client, mkQueue)
+			found, err := checkWith(t, client, mkQueue, nil)
 			require.NoError(t, err)
 			require.Equal(t, c.want, found)
 		})
