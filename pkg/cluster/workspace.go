@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,20 +106,25 @@ func (c *Client) liveOwner(ctx context.Context, obj *unstructured.Unstructured) 
 	return "", nil
 }
 
-// shipWorkspace creates the ConfigMaps of a job's workspace, owned by the
-// job as created (owner), so that Kubernetes' garbage collector deletes
-// them with it, however it is deleted.
+// shipWorkspace creates the ConfigMaps of a job's workspace, all at once,
+// owned by the job as created (owner), so that Kubernetes' garbage
+// collector deletes them with it, however it is deleted.
 func (c *Client) shipWorkspace(ctx context.Context, job *Job, owner *unstructured.Unstructured) error {
 	ref := metav1.OwnerReference{APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(), Name: owner.GetName(), UID: owner.GetUID()}
-	for _, cm := range job.Workspace {
+	errs := make([]error, len(job.Workspace))
+	var wg sync.WaitGroup
+	for i, cm := range job.Workspace {
 		cm = cm.DeepCopy()
 		cm.SetOwnerReferences([]metav1.OwnerReference{ref})
-		_, err := c.Dynamic.Resource(configMaps).Namespace(cm.GetNamespace()).Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager})
-		if err != nil {
-			return c.failed(err, "creating the ConfigMap "+cm.GetName()+" of the workspace")
-		}
+		wg.Go(func() {
+			_, err := c.Dynamic.Resource(configMaps).Namespace(cm.GetNamespace()).Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager})
+			if err != nil {
+				errs[i] = c.failed(err, "creating the ConfigMap "+cm.GetName()+" of the workspace")
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // deleteWorkspace deletes the ConfigMaps of a job's workspace (as its
