@@ -49,6 +49,15 @@ func appliesWithUID(dyn *dynamicfake.FakeDynamicClient) {
 	})
 }
 
+// leave makes the ConfigMap of an older workspace of the job demo, owned
+// by owner.
+func leave(t *testing.T, client *Client, owner metav1.OwnerReference) {
+	cm := withWorkspace(t, "print('old')\n").Workspace[0]
+	cm.SetOwnerReferences([]metav1.OwnerReference{owner})
+	_, err := client.Dynamic.Resource(configMaps).Namespace("ml").Create(context.Background(), cm, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
 func getConfigMap(t *testing.T, client *Client, name string) (*unstructured.Unstructured, error) {
 	return client.Dynamic.Resource(configMaps).Namespace("ml").Get(context.Background(), name, metav1.GetOptions{})
 }
@@ -78,13 +87,9 @@ func TestSubmitShipsTheWorkspaceOwnedByTheJob(t *testing.T) {
 
 func TestSubmitReplacesAWorkspaceLeftBehind(t *testing.T) {
 	client := cluster(t, appliesWithUID)
-	left := withWorkspace(t, "print('old')\n").Workspace[0]
-	left.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "demo", UID: "gone-uid"}})
-	_, err := client.Dynamic.Resource(configMaps).Namespace("ml").Create(context.Background(), left, metav1.CreateOptions{})
-	require.NoError(t, err)
-
+	leave(t, client, metav1.OwnerReference{APIVersion: "workload.codeflare.dev/v1beta2", Kind: "AppWrapper", Name: "demo", UID: "gone-uid"})
 	job := withWorkspace(t, "print('new')\n")
-	_, err = client.Submit(context.Background(), job, false)
+	_, err := client.Submit(context.Background(), job, false)
 	require.NoError(t, err)
 	cm, err := getConfigMap(t, client, "demo-workspace-0")
 	require.NoError(t, err)
@@ -94,12 +99,9 @@ func TestSubmitReplacesAWorkspaceLeftBehind(t *testing.T) {
 
 func TestSubmitRefusesAWorkspaceNameThatAnotherJobHolds(t *testing.T) {
 	client := cluster(t, appliesWithUID, withoutQueue(pyTorchJob("{}")))
-	held := withWorkspace(t, "print('other')\n").Workspace[0]
-	held.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "demo", UID: "ptj-uid"}})
-	_, err := client.Dynamic.Resource(configMaps).Namespace("ml").Create(context.Background(), held, metav1.CreateOptions{})
-	require.NoError(t, err)
+	leave(t, client, metav1.OwnerReference{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "demo", UID: "ptj-uid"})
 	job := withWorkspace(t, "print('new')\n")
-	_, err = client.Submit(context.Background(), job, false)
+	_, err := client.Submit(context.Background(), job, false)
 	require.EqualError(t, err, `the ConfigMap "demo-workspace-0", where this job's workspace goes, exists in namespace "ml", and holds the workspace of PyTorchJob "demo"; choose another jobName; nothing was submitted`)
 	_, err = client.Dynamic.Resource(appWrappers).Namespace("ml").Get(context.Background(), "demo", metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "nothing was submitted")

@@ -38,6 +38,18 @@ func podSpec(script, container, pod string) string {
 // script, planned to run in a new folder.
 func twoPods(t *testing.T, master, worker string, o local.Options) *local.Plan {
 	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	plan, err := local.Prepare(context.Background(), jobPods(t, master, worker), o)
+	require.NoError(t, err)
+	return plan
+}
+
+// jobPods are the pods of a PyTorchJob of a master and a worker, each
+// running its script.
+func jobPods(t *testing.T, master, worker string) []local.Pod {
+	t.Helper()
 	manifest := `apiVersion: kubeflow.org/v1
 kind: PyTorchJob
 metadata: {name: job}
@@ -55,12 +67,7 @@ spec:
 	require.NoError(t, err)
 	pods, err := local.Pods(job)
 	require.NoError(t, err)
-	if o.Dir == "" {
-		o.Dir = t.TempDir()
-	}
-	plan, err := local.Prepare(context.Background(), pods, o)
-	require.NoError(t, err)
-	return plan
+	return pods
 }
 
 // output keeps the lines of a run, each after its pod's label, and the
@@ -316,21 +323,7 @@ func TestRunProjectedConfigMaps(t *testing.T) {
 	require.Nil(t, failed, out.lines)
 	require.ElementsMatch(t, []string{"[master-0] one two", "[worker-0] one two"}, out.lines)
 
-	manifest := `apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: job}
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1` + podSpec(script, container, pod)
-	var obj map[string]any
-	require.NoError(t, sigsyaml.Unmarshal([]byte(manifest), &obj))
-	data, err := sigsyaml.Marshal(obj)
-	require.NoError(t, err)
-	job, err := cluster.NewJob(data, "ml")
-	require.NoError(t, err)
-	pods, err := local.Pods(job)
-	require.NoError(t, err)
+	pods := jobPods(t, podSpec(script, container, pod), podSpec(script, container, pod))
 	_, err = local.Prepare(context.Background(), pods, local.Options{Dir: filepath.Join(base, "other"), ConfigMaps: map[string]map[string]string{"job-workspace-0": {"part-00": "one"}}})
 	require.ErrorContains(t, err, `the configmap "job-workspace-1" (volume parts, mounted at `+mount+`) is not here`)
 }
