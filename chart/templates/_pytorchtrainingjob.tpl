@@ -4,10 +4,11 @@ component.
 
 replicaSpecs: master x1, then worker x(numPods-1), no worker entry for one pod.
 It launches in one of two ways:
-- torchrun mode, when there is a mainProgram and no setupCommands: T9k's own
-  torchrun (torchrunConfig) runs the first container's args, mainProgram split
-  into words; no shell runs, so $VAR is not expanded (Kubernetes expands
-  $(VAR)). Elastic training needs this mode.
+- torchrun mode, when there is a mainProgram, no setupCommands and no
+  workspace to unpack (--workspace): T9k's own torchrun (torchrunConfig) runs
+  the first container's args, mainProgram split into words; no shell runs, so
+  $VAR is not expanded (Kubernetes expands $(VAR)). Elastic training needs
+  this mode.
 - script mode, otherwise: the container runs sh -c with the setup commands,
   then a torchrun line for the MASTER_ADDR and MASTER_PORT T9k sets.
 */ -}}
