@@ -45,9 +45,9 @@ const (
 )
 
 // scanLimit is the size of the files past which a folder is refused
-// without packing it: even text that compresses well (a tenth) would not
-// fit.
-const scanLimit = 16 * Limit
+// without packing it: 16 times Limit, so that even text that compresses
+// well (to a tenth) would not fit.
+const scanLimit = 128 << 20
 
 // Packed is a folder packed.
 type Packed struct {
@@ -81,7 +81,7 @@ type File struct {
 type TooLarge struct {
 	Folder string
 	// Bytes is the size of its files; Packed, the archive's size when
-	// packing stopped, 0 when the files were too many to start.
+	// packing stopped, 0 when the files were too large to start.
 	Bytes, Packed int64
 	// Largest are its largest files, the largest first.
 	Largest []File
@@ -92,14 +92,14 @@ func (e TooLarge) Error() string {
 	for i, f := range e.Largest {
 		largest[i] = fmt.Sprintf("%s (%s)", f.Path, Size(f.Size))
 	}
-	packed := fmt.Sprintf("its files take %s", Size(e.Bytes))
-	if e.Packed > 0 {
-		packed += fmt.Sprintf(", and packed passed %s", Size(e.Packed))
+	why := fmt.Sprintf("its files take %s and pack to more than %s", Size(e.Bytes), Size(Limit))
+	if e.Packed == 0 {
+		why = fmt.Sprintf("its files take %s, more than %s, which no packing brings down to %s", Size(e.Bytes), Size(scanLimit), Size(Limit))
 	}
-	return fmt.Sprintf("the workspace %s is too large to ship with the job: %s, and a workspace is at most %s packed (%d ConfigMaps of %s); "+
+	return fmt.Sprintf("the workspace %s is too large to ship with the job: %s, the most a workspace may be (%d ConfigMaps of %s); "+
 		"the largest files: %s. Leave them out with a line each in %s (or .gitignore), put data on a volume (volumes) or in the image, "+
 		"or download it in setupCommands; nothing was sent",
-		e.Folder, packed, Size(Limit), MaxParts, Size(PartSize), strings.Join(largest, ", "), IgnoreFile)
+		e.Folder, why, MaxParts, Size(PartSize), strings.Join(largest, ", "), IgnoreFile)
 }
 
 // NotAFolder refuses a workspace that names no folder.

@@ -186,7 +186,7 @@ func TestPackRefusesTooLargeNamingTheLargestFiles(t *testing.T) {
 	assert.Equal(t, "data.bin", large.Largest[0].Path)
 	assert.Equal(t, "weights.pt", large.Largest[1].Path)
 	assert.Contains(t, err.Error(), "data.bin (7.0 MiB), weights.pt (2.0 MiB)")
-	assert.Contains(t, err.Error(), "at most 8.0 MiB packed")
+	assert.Contains(t, err.Error(), "its files take 9.0 MiB and pack to more than 8.0 MiB, the most a workspace may be (8 ConfigMaps of 1023.0 KiB)")
 
 	require.NoError(t, os.Remove(filepath.Join(root, "weights.pt")))
 	p, err := workspace.Pack(root)
@@ -198,6 +198,22 @@ func TestPackRefusesTooLargeNamingTheLargestFiles(t *testing.T) {
 	for _, part := range parts {
 		assert.LessOrEqual(t, len(part), workspace.PartSize)
 	}
+}
+
+// Files too large to fit however they pack are refused without packing:
+// a sparse file of 129 MiB, which packing would take seconds to read.
+func TestPackRefusesHugeFilesUnread(t *testing.T) {
+	root := folder(t, map[string]string{"train.py": "print(1)\n"})
+	huge, err := os.Create(filepath.Join(root, "dataset.bin"))
+	require.NoError(t, err)
+	require.NoError(t, huge.Truncate(129<<20))
+	require.NoError(t, huge.Close())
+	_, err = workspace.Pack(root)
+	var large workspace.TooLarge
+	require.ErrorAs(t, err, &large)
+	assert.Zero(t, large.Packed, "not packed")
+	assert.Contains(t, err.Error(), "its files take 129.0 MiB, more than 128.0 MiB, which no packing brings down to 8.0 MiB")
+	assert.Contains(t, err.Error(), "the largest files: dataset.bin (129.0 MiB), train.py (9 B)")
 }
 
 func TestPackRefusesWhatIsNotAFolder(t *testing.T) {
