@@ -129,7 +129,8 @@ func (c *Client) shipWorkspace(ctx context.Context, job *Job, owner *unstructure
 
 // deleteWorkspace deletes the ConfigMaps of a job's workspace (as its
 // annotations name them) that the job owns; those already gone are no
-// matter.
+// matter, nor those the user may not read or delete: the garbage collector
+// deletes them after the job.
 func (c *Client) deleteWorkspace(ctx context.Context, obj *unstructured.Unstructured) error {
 	w := WorkspaceOf(obj)
 	if w == nil {
@@ -139,7 +140,7 @@ func (c *Client) deleteWorkspace(ctx context.Context, obj *unstructured.Unstruct
 	var errs []error
 	for _, name := range w.ConfigMaps {
 		cm, err := resource.Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 			continue
 		}
 		if err != nil {
@@ -151,7 +152,7 @@ func (c *Client) deleteWorkspace(ctx context.Context, obj *unstructured.Unstruct
 		}
 		uid := cm.GetUID()
 		err = resource.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
 			errs = append(errs, c.failed(err, "deleting the ConfigMap "+name+" of the workspace"))
 		}
 	}

@@ -120,3 +120,21 @@ func TestSubmitDeletesTheJobAgainWhenItsWorkspaceCannotBeMade(t *testing.T) {
 	done := verbs(client.Dynamic.(*dynamicfake.FakeDynamicClient))
 	require.Equal(t, []string{"patch", "delete"}, done[len(done)-2:], "applied, then deleted")
 }
+
+// A user who may not delete ConfigMaps still deletes the job: the garbage
+// collector deletes its workspace after it.
+func TestDeleteLeavesAWorkspaceItMayNotDeleteToTheCollector(t *testing.T) {
+	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		appliesWithUID(dyn)
+		dyn.PrependReactor("delete", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(configMaps.GroupResource(), "demo-workspace-0", nil)
+		})
+	})
+	job := withWorkspace(t, "print(1)\n")
+	_, err := client.Submit(context.Background(), job, false)
+	require.NoError(t, err)
+	_, err = client.Delete(context.Background(), job.Ref(), false)
+	require.NoError(t, err)
+	_, err = getConfigMap(t, client, "demo-workspace-0")
+	require.NoError(t, err, "left to the garbage collector")
+}
