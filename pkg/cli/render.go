@@ -84,7 +84,7 @@ func (f *inputFlags) pack(s Streams) (*workspace.Packed, error) {
 		configMaps = fmt.Sprintf("%d ConfigMaps", n)
 	}
 	fmt.Fprintf(s.Err, "workspace: %s, %d files (%s), packed into %s (%s)\n",
-		p.Folder, p.Files, workspace.Size(p.Bytes), configMaps, p.Digest[:19])
+		p.Folder, p.Files, workspace.Size(p.Bytes), configMaps, p.Short())
 	if len(p.Secrets) > 0 {
 		fmt.Fprintf(s.Err, "workspace: left out as they look like secrets: %s; to ship one, name it with a ! line in %s (!%s)\n",
 			strings.Join(p.Secrets, ", "), workspace.IgnoreFile, p.Secrets[0])

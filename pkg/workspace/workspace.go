@@ -487,10 +487,14 @@ func Read(annotations map[string]string) *Packed {
 	return p
 }
 
+// Short is the digest as people read it: sha256: and 12 hex digits, as the
+// launch script says it too (the chart's torchwrap.setupScript).
+func (p *Packed) Short() string { return p.Digest[:min(len(p.Digest), 19)] }
+
 // Line says a workspace in a line: its digest, short, its files and size,
 // and the folder it was packed from.
 func (p *Packed) Line() string {
-	return fmt.Sprintf("%.19s (%d files, %s) from %s", p.Digest, p.Files, Size(p.Bytes), p.Folder)
+	return fmt.Sprintf("%s (%d files, %s) from %s", p.Short(), p.Files, Size(p.Bytes), p.Folder)
 }
 
 // largest are the five largest files, the largest first.
