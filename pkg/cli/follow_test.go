@@ -48,7 +48,7 @@ status: ` + status))
 	require.NoError(t, aw.UnmarshalJSON(data))
 	listKinds := map[schema.GroupVersionResource]string{
 		{Group: "workload.codeflare.dev", Version: "v1beta2", Resource: "appwrappers"}:        "AppWrapperList",
-		{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloads"}:                  "WorkloadList",
+		{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: "workloads"}:                  "WorkloadList",
 		{Version: "v1", Resource: "pods"}:                                                     "PodList",
 		{Version: "v1", Resource: "events"}:                                                   "EventList",
 		{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}:                       "PyTorchJobList",

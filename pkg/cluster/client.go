@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -67,9 +68,13 @@ func (f *Flags) Namespace() string { return f.overrides.Context.Namespace }
 
 // Client talks to one cluster.
 type Client struct {
-	// kueueVersion is the version of Kueue's API read, found once.
-	kueueOnce    sync.Once
+	// kueueVersion is the version of Kueue's API read, found once ("" until
+	// then).
+	mu           sync.Mutex
 	kueueVersion string
+	// found are the jobs Find found, by Ref, which the next reading of
+	// each takes instead of asking the cluster again.
+	found map[Ref]*unstructured.Unstructured
 
 	Dynamic   dynamic.Interface
 	Discovery discovery.ServerResourcesInterfaceWithContext
@@ -169,6 +174,13 @@ func (f *Flags) client(overrides *clientcmd.ConfigOverrides, userAgent string, w
 		return nil, Unreachable{Err: fmt.Errorf("reading the kubeconfig: %w", err)}
 	}
 	rest.UserAgent = userAgent
+	log, err := apiLog()
+	if err != nil {
+		return nil, BadFlag{Err: err}
+	}
+	if log != nil {
+		rest.Wrap(log.wrap)
+	}
 	rest.WarningHandler = restclient.NewWarningWriter(warnings, restclient.WarningWriterOptions{Deduplicate: true})
 	// The checks ask their questions all at once.
 	rest.QPS, rest.Burst = 50, 100
@@ -263,7 +275,9 @@ var kueueVersions = []string{"v1beta2", "v1beta1"}
 // Kueue is a resource of Kueue's API, in the newest version the cluster
 // serves (v1beta1 when it serves none, for the messages that say so).
 func (c *Client) Kueue(ctx context.Context, resource string) schema.GroupVersionResource {
-	c.kueueOnce.Do(func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kueueVersion == "" {
 		c.kueueVersion = kueueVersions[len(kueueVersions)-1]
 		for _, v := range kueueVersions {
 			if _, err := c.Discovery.ServerResourcesForGroupVersionWithContext(ctx, "kueue.x-k8s.io/"+v); err == nil {
@@ -271,8 +285,59 @@ func (c *Client) Kueue(ctx context.Context, resource string) schema.GroupVersion
 				break
 			}
 		}
-	})
-	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: c.kueueVersion, Resource: resource}
+	}
+	return kueueResource(c.kueueVersion, resource)
+}
+
+func kueueResource(version, resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: version, Resource: resource}
+}
+
+// listKueue lists a resource of Kueue's API in a namespace ("": in all).
+// Until the version the cluster serves is known, it asks the newest first:
+// a list of a version not served is answered 404, so the list itself
+// finds the version, without a question to discovery first.
+func (c *Client) listKueue(ctx context.Context, resource, namespace string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	c.mu.Lock()
+	known := c.kueueVersion
+	c.mu.Unlock()
+	if known != "" {
+		return c.Dynamic.Resource(kueueResource(known, resource)).Namespace(namespace).List(ctx, opts)
+	}
+	var err error
+	for _, v := range kueueVersions {
+		var list *unstructured.UnstructuredList
+		list, err = c.Dynamic.Resource(kueueResource(v, resource)).Namespace(namespace).List(ctx, opts)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err == nil {
+			c.mu.Lock()
+			c.kueueVersion = v
+			c.mu.Unlock()
+		}
+		return list, err
+	}
+	return nil, err
+}
+
+// remember keeps a job that was found, for the next reading of it (take).
+func (c *Client) remember(ref Ref, obj *unstructured.Unstructured) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.found == nil {
+		c.found = map[Ref]*unstructured.Unstructured{}
+	}
+	c.found[ref] = obj
+}
+
+// take is the job found as ref, once: a later reading asks the cluster.
+func (c *Client) take(ref Ref) *unstructured.Unstructured {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	obj := c.found[ref]
+	delete(c.found, ref)
+	return obj
 }
 
 // IsWebhookDenial tells an admission webhook's refusal (403 too) from RBAC's.

@@ -343,7 +343,7 @@ func (c *Client) readLines(ctx context.Context, pod *corev1.Pod, f *failure.Fail
 // preemptedBy reads the workload that Kueue's message says preempted the
 // job: "Preempted to accommodate a workload (UID: 62b8..., JobUID: 845b...)
 // due to prioritization in the ClusterQueue".
-var preemptedBy = regexp.MustCompile(`^Preempted to accommodate a workload \(UID: ([^,)]+)(?:, JobUID: [^)]*)?\)(.*)$`)
+var preemptedBy = regexp.MustCompile(`^Preempted to accommodate a workload \(UID: ([^,)]+)(?:, JobUID: ([^)]*))?\)(.*)$`)
 
 // namePreemptor says which workload preempted a job, where Kueue's message
 // gives only its uid: its job's kind and name, the Workload and its
@@ -353,9 +353,15 @@ func (c *Client) namePreemptor(ctx context.Context, s *Status) {
 	if m == nil {
 		return
 	}
+	// The Workloads of its job, by Kueue's label, when the message names
+	// the job.
+	selector := ""
+	if m[2] != "" {
+		selector = jobUIDLabel + "=" + m[2]
+	}
 	// Most often in the job's own namespace; else anywhere it may list.
 	for _, namespace := range []string{s.Namespace, ""} {
-		owned, err := c.workloads(ctx, namespace)
+		owned, err := c.workloads(ctx, namespace, selector)
 		if err != nil {
 			continue
 		}
@@ -371,7 +377,7 @@ func (c *Client) namePreemptor(ctx context.Context, s *Status) {
 				by += " ("
 			}
 			by += ", priority " + priorityOf(wl) + ")"
-			s.Message = "preempted by " + by + m[2]
+			s.Message = "preempted by " + by + m[3]
 			return
 		}
 	}

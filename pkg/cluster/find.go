@@ -38,6 +38,12 @@ func (c *Client) Find(ctx context.Context, namespace, arg string) (Ref, error) {
 	case 0:
 		return Ref{}, c.noSuchJob(ctx, namespace, name, looked)
 	case 1:
+		// What reads it next need not ask for it again.
+		for _, l := range looked {
+			if l.err == nil && l.kind.name == jobs[0].Kind {
+				c.remember(jobs[0], l.obj)
+			}
+		}
 		return jobs[0], nil
 	}
 	return Ref{}, Ambiguous{Namespace: namespace, Name: name, Jobs: jobs}

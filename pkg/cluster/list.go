@@ -76,7 +76,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	if len(jobs) == 0 {
 		return out, nil
 	}
-	owned, err := c.workloads(ctx, opts.Namespace)
+	owned, err := c.workloads(ctx, opts.Namespace, "")
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 	case c.Unreached(err) != nil:

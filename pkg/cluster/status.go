@@ -267,9 +267,12 @@ func (c *Client) reading(ctx context.Context, ref Ref) (Status, *unstructured.Un
 	return s, obj, err
 }
 
-// get reads a job: NotFound when it is not there, NotServed when its kind
-// is not.
+// get reads a job (the one Find found, the first time): NotFound when it
+// is not there, NotServed when its kind is not.
 func (c *Client) get(ctx context.Context, ref Ref) (*unstructured.Unstructured, error) {
+	if obj := c.take(ref); obj != nil {
+		return obj, nil
+	}
 	resource := ref.resource()
 	obj, err := c.Dynamic.Resource(resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
@@ -430,17 +433,23 @@ func podsIn(list *unstructured.UnstructuredList) ([]corev1.Pod, error) {
 	return out, nil
 }
 
-// workloadOf finds the Kueue Workload of a job: the one it owns. None when
-// Kueue has made none (yet), or is not installed.
+// jobUIDLabel is the label Kueue (since v0.5) puts on the Workload of a
+// job, valued with the job's uid.
+const jobUIDLabel = "kueue.x-k8s.io/job-uid"
+
+// workloadOf finds the Kueue Workload of a job: the one it owns, among
+// those Kueue labelled with its uid, so that the answer does not grow with
+// the jobs of the namespace. None when Kueue has made none (yet), or is
+// not installed.
 func (c *Client) workloadOf(ctx context.Context, obj *unstructured.Unstructured) (*workload, error) {
-	owned, err := c.workloads(ctx, obj.GetNamespace())
+	owned, err := c.workloads(ctx, obj.GetNamespace(), jobUIDLabel+"="+string(obj.GetUID()))
 	return owned[obj.GetUID()], err
 }
 
-// workloads lists the Workloads of a namespace ("": of all), by the uid of
-// the job that owns each.
-func (c *Client) workloads(ctx context.Context, namespace string) (map[types.UID]*workload, error) {
-	list, err := c.Dynamic.Resource(c.Kueue(ctx, "workloads")).Namespace(namespace).List(ctx, metav1.ListOptions{})
+// workloads lists the Workloads of a namespace ("": of all) that a label
+// selector selects ("": all), by the uid of the job that owns each.
+func (c *Client) workloads(ctx context.Context, namespace, selector string) (map[types.UID]*workload, error) {
+	list, err := c.listKueue(ctx, "workloads", namespace, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}

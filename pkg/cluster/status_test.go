@@ -65,7 +65,7 @@ const (
 )
 
 // workloadOwnedBy is the Kueue Workload of the AppWrapper demo, with the
-// given status.
+// given status, labelled with its job's uid as Kueue labels it.
 func workloadOwnedBy(uid, status string) string {
 	return fmt.Sprintf(`
 apiVersion: kueue.x-k8s.io/v1beta1
@@ -73,9 +73,10 @@ kind: Workload
 metadata:
   name: appwrapper-demo-7d9f2
   namespace: ml
-  ownerReferences: [{apiVersion: workload.codeflare.dev/v1beta2, kind: AppWrapper, name: demo, uid: %s}]
+  labels: {kueue.x-k8s.io/job-uid: %[1]s}
+  ownerReferences: [{apiVersion: workload.codeflare.dev/v1beta2, kind: AppWrapper, name: demo, uid: %[1]s}]
 spec: {queueName: team-a}
-status: %s`, uid, status)
+status: %[2]s`, uid, status)
 }
 
 // pod is a pod of the job demo, with the given labels and status.
@@ -164,7 +165,7 @@ func TestStatus(t *testing.T) {
 		name: "preempted by a workload it can read",
 		objects: []string{appWrapper("{phase: Suspended}"), workloadOwnedBy("aw-uid", `{conditions: [
   {type: QuotaReserved, status: 'False', reason: Pending, message: "waiting"},
-  {type: Evicted, status: 'True', reason: Preempted, message: "Preempted to accommodate a workload (UID: 1234, JobUID: 5678) due to reclamation within the cohort; preemptor path: /teams/team-b-cq; preemptee path: /teams/team-a-cq"}]}`),
+  {type: Evicted, status: 'True', reason: Preempted, message: "Preempted to accommodate a workload (UID: 1234, JobUID: big-uid) due to reclamation within the cohort; preemptor path: /teams/team-b-cq; preemptee path: /teams/team-a-cq"}]}`),
 			strings.NewReplacer("name: appwrapper-demo-7d9f2", "name: appwrapper-big-5b1c0\n  uid: '1234'", "name: demo, uid: big-uid", "name: big, uid: big-uid",
 				"spec: {queueName: team-a}", "spec: {queueName: team-b, priority: 100, priorityClassName: high-priority}").Replace(workloadOwnedBy("big-uid", admittedWL))},
 		wantState: Queued,

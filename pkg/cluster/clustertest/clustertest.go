@@ -132,6 +132,11 @@ func (f Fake) Clients(t testing.TB) (*dynamicfake.FakeDynamicClient, *discoveryf
 			disc.Resources = append(disc.Resources, list)
 		}
 	}
+	// Kueue's newer version, which this cluster does not serve: a list of it
+	// is answered 404 (below), as a real API server answers.
+	for resource, kind := range Resources["kueue.x-k8s.io/v1beta1"] {
+		listKinds[schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta2", Resource: resource}] = kind + "List"
+	}
 	var objects []runtime.Object
 	for _, doc := range strings.Split(BaseObjects+"\n---\n"+f.Objects, "\n---\n") {
 		if strings.TrimSpace(doc) == "" {
@@ -166,6 +171,12 @@ func (f Fake) Clients(t testing.TB) (*dynamicfake.FakeDynamicClient, *discoveryf
 			})
 		}
 	}
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if gvr := a.GetResource(); gvr.Group == "kueue.x-k8s.io" && gvr.Version == "v1beta2" {
+			return true, nil, apierrors.NewNotFound(gvr.GroupResource(), "")
+		}
+		return false, nil, nil
+	})
 	if f.React != nil {
 		f.React(dyn)
 	}
