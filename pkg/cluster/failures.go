@@ -235,19 +235,17 @@ func (w *failures) pod(ctx context.Context, pod *corev1.Pod) {
 		w.add(ctx, pod, f)
 	}
 	obj := w.job.get()
-	name := kindOf(obj).trainingContainer(obj.Object, pod)
-	status, ok := containerStatus(pod, name)
-	launch, isLaunch := launchOf(pod, name)
-	key := fmt.Sprintf("%s/%s/%d", pod.UID, name, status.RestartCount)
-	if !ok || !isLaunch || status.State.Running == nil && status.State.Terminated == nil || w.scanned[key] {
+	sc, ok := scanOf(obj, pod)
+	key := fmt.Sprintf("%s/%s/%d", pod.UID, sc.container, sc.status.RestartCount)
+	if !ok || w.scanned[key] {
 		return
 	}
 	w.scanned[key] = true
-	number, of, member := attempt(obj), runs(obj), w.member(pod)
+	number, of := attempt(obj), runs(obj)
 	w.scans.Add(1)
 	go func() {
 		defer w.scans.Add(-1)
-		w.pods.setupErrors(ctx, pod, name, member, launch, status.State.Running != nil, func(e failure.SetupError) {
+		w.pods.setupErrors(ctx, pod, sc.container, sc.member, sc.launch, sc.status.State.Running != nil, func(e failure.SetupError) {
 			w.notice(Noticed{Attempt: number, Of: of, Setup: &e})
 		})
 	}()
@@ -299,12 +297,12 @@ func runs(obj *unstructured.Unstructured) int {
 	return 0
 }
 
-// keep keeps a failure of an attempt of the job, when the client keeps
-// failures (Keeper), and says what it noticed.
-func (c *Client) keep(obj *unstructured.Unstructured, attempt int, f failure.Failure) Noticed {
-	n := Noticed{Attempt: attempt, Of: runs(obj), Failure: f}
+// keep keeps failures of an attempt of the job, in one write, when the
+// client keeps failures (Keeper), and says what it noticed of the first.
+func (c *Client) keep(obj *unstructured.Unstructured, attempt int, failures ...failure.Failure) Noticed {
+	n := Noticed{Attempt: attempt, Of: runs(obj), Failure: failures[0]}
 	if c.Keeper != nil {
-		_, n.NotKept = c.Keeper.Keep(storyOf(c, obj), attempt, n.Of, f)
+		_, n.NotKept = c.Keeper.Keep(storyOf(c, obj), attempt, n.Of, failures...)
 	}
 	return n
 }

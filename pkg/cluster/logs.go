@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -299,7 +301,7 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 	f.mu.Unlock()
 	k := kindNamed(s.Kind)
 	var replaced, others []string
-	var reads []func()
+	var reads []logRead
 	for i := range podList {
 		pod := &podList[i]
 		m, known := k.member(obj.Object, pod)
@@ -348,11 +350,23 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 		f.streams++
 		o := opts
 		o.Container = container
-		reads = append(reads, func() { f.read(ctx, on, key, pod.Name, label, m, o) })
+		reads = append(reads, logRead{key: key, pod: pod.Name, label: label, member: m, known: known, opts: o})
 	}
-	// Once every label of the round is known, for the width.
-	for _, read := range reads {
-		f.wg.Go(read)
+	// Once every label of the round is known, for the width. Followed, the
+	// logs are read all at once, their lines as they come; else one after
+	// another, in the order of the pods' ranks, each whole.
+	if f.req.Follow {
+		for _, r := range reads {
+			f.wg.Go(func() { f.read(ctx, on, r, f.say) })
+		}
+	} else {
+		slices.SortStableFunc(reads, func(a, b logRead) int {
+			if a.known != b.known {
+				return map[bool]int{true: -1, false: 1}[a.known]
+			}
+			return cmp.Or(cmp.Compare(a.member.Rank, b.member.Rank), strings.Compare(a.label, b.label))
+		})
+		f.wg.Go(func() { f.inTurn(ctx, on, reads) })
 	}
 	if len(others) == len(podList) && len(podList) > 0 {
 		return fmt.Errorf("no pod of the %s is the one asked for (%s); its pods: %s", f.req.Ref, f.req.asked(), strings.Join(others, ", "))
@@ -369,9 +383,27 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 	return nil
 }
 
-// read reads one container's log, line by line, from the cluster on.
-func (f *follower) read(ctx context.Context, on *Client, key, pod, label string, m Member, opts LogOptions) {
-	rc, err := on.LogSource.Log(ctx, f.req.Ref.Namespace, pod, opts)
+// logRead is one container's log to read: its key (pod uid/container/
+// restarts), its pod, the pod's label and place, and how.
+type logRead struct {
+	key, pod, label string
+	member          Member
+	known           bool
+	opts            LogOptions
+}
+
+// say hands a line on, aligned with the labels of the pods read so far.
+func (f *follower) say(l LogLine) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l.Width = f.width
+	f.line(l)
+}
+
+// read reads one container's log, line by line, from the cluster on, and
+// hands each line to line.
+func (f *follower) read(ctx context.Context, on *Client, r logRead, line func(LogLine)) {
+	rc, err := on.LogSource.Log(ctx, f.req.Ref.Namespace, r.pod, r.opts)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
@@ -387,25 +419,68 @@ func (f *follower) read(ctx context.Context, on *Client, key, pod, label string,
 		// gone (a retry deletes them): the next round tries again, if the
 		// pod is still there.
 		f.mu.Lock()
-		f.again = append(f.again, key)
+		f.again = append(f.again, r.key)
 		f.mu.Unlock()
 		return
 	default:
 		// The pod may be gone: say so, and go on with the others.
-		f.note(fmt.Sprintf("%s: its log cannot be read: %s", label, Message(err)))
+		f.note(fmt.Sprintf("%s: its log cannot be read: %s", r.label, Message(err)))
 		return
 	}
 	defer rc.Close()
-	r := bufio.NewReader(rc)
+	reader := bufio.NewReader(rc)
 	for {
-		text, err := r.ReadString('\n')
+		text, err := reader.ReadString('\n')
 		if text != "" {
-			f.mu.Lock()
-			f.line(LogLine{Pod: pod, Label: label, Member: m, Text: strings.TrimSuffix(text, "\n"), Width: f.width})
-			f.mu.Unlock()
+			line(LogLine{Pod: r.pod, Label: r.label, Member: r.member, Text: strings.TrimSuffix(text, "\n")})
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// The logs read in turn: at most logsAtOnce at once, the one whose turn it
+// is and those after it, each of which keeps at most linesAhead lines
+// until its turn comes; so the memory does not grow with the pods, nor
+// with their logs.
+const (
+	logsAtOnce = 8
+	linesAhead = 1024
+)
+
+// inTurn reads the logs one after another, as kubectl logs does without
+// -f, each whole in its turn, while the next ones are read ahead.
+func (f *follower) inTurn(ctx context.Context, on *Client, reads []logRead) {
+	ahead := make([]chan LogLine, len(reads))
+	next := 0
+	open := func() {
+		lines := make(chan LogLine, linesAhead)
+		ahead[next] = lines
+		r := reads[next]
+		next++
+		go func() {
+			defer close(lines)
+			f.read(ctx, on, r, func(l LogLine) {
+				select {
+				case lines <- l:
+				case <-ctx.Done():
+				}
+			})
+		}()
+	}
+	for next < min(logsAtOnce, len(reads)) {
+		open()
+	}
+	// Once a log cannot be read for a reason that holds for all (RBAC, a
+	// cluster gone), no other is started.
+	for i := 0; i < next; i++ {
+		for l := range ahead[i] {
+			f.say(l)
+		}
+		ahead[i] = nil
+		if next < len(reads) && f.failure() == nil {
+			open()
 		}
 	}
 }

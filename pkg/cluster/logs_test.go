@@ -128,6 +128,59 @@ func TestLogsOfEveryPod(t *testing.T) {
 	}, source.asked)
 }
 
+// openLogs counts the logs open at once, the most of them, and the logs
+// read: each is its pod's name, twice, and its reading waits a little.
+type openLogs struct {
+	mu             sync.Mutex
+	open, most, of int
+}
+
+func (o *openLogs) Log(_ context.Context, _, pod string, _ LogOptions) (io.ReadCloser, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.open++
+	o.of++
+	o.most = max(o.most, o.open)
+	return &closing{Reader: strings.NewReader(pod + "\n" + pod + "\n"), close: func() {
+		time.Sleep(time.Millisecond)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.open--
+	}}, nil
+}
+
+type closing struct {
+	io.Reader
+	close func()
+}
+
+func (c *closing) Close() error { c.close(); return nil }
+
+// Without -f, the logs come one pod after another, in the order of their
+// ranks (worker-2 before worker-10), each whole, a few read at once ahead
+// of their turn, whatever the number of pods.
+func TestLogsInTurn(t *testing.T) {
+	objects := []string{appWrapper("{phase: Running}"), ptjPod("master", 0, "m", runningFor(0))}
+	want := []string{"master-0|9|demo-master-0", "master-0|9|demo-master-0"}
+	for i := range 40 {
+		objects = append(objects, ptjPod("worker", i, fmt.Sprintf("w%d", i), runningFor(0)))
+		name := fmt.Sprintf("worker-%d", i)
+		want = append(want, name+"|9|demo-"+name, name+"|9|demo-"+name)
+	}
+	client := cluster(t, nil, objects...)
+	source := &openLogs{}
+	client.LogSource = source
+	var lines []string
+	_, err := client.Logs(context.Background(), LogRequest{Ref: Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}},
+		func(l LogLine) { lines = append(lines, fmt.Sprintf("%s|%d|%s", l.Label, l.Width, l.Text)) },
+		func(n string) { t.Errorf("note: %s", n) }, nil)
+	require.NoError(t, err)
+	require.Equal(t, want, lines)
+	require.Equal(t, 41, source.of)
+	require.LessOrEqual(t, source.most, logsAtOnce)
+	require.Greater(t, source.most, 1, "the next logs are read ahead")
+}
+
 func TestLogsSelected(t *testing.T) {
 	two := 2
 	for _, tc := range []struct {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,34 +71,46 @@ func (c *Client) setupErrors(ctx context.Context, pod *corev1.Pod, container, me
 	}
 }
 
-// setupOf reads, for Status, the setup commands that failed in the pods of
-// a job whose training container has started, a few pods at a time.
-func (c *Client) setupOf(ctx context.Context, obj *unstructured.Unstructured, podList []corev1.Pod) []failure.SetupError {
+// scan is what the setup commands that failed in a pod are read from: its
+// training container, which runs the chart's launch script and has
+// started, in the pod of node rank 0. Every pod runs the same setup
+// commands, so one that fails everywhere shows there, and status and a
+// follower read one log whatever the number of pods; a command that
+// fails in some pods alone is not seen unless setupErrexit makes it the
+// pod's failure.
+type scan struct {
+	container string
+	launch    failure.Launch
+	status    corev1.ContainerStatus
+	member    string
+}
+
+// scanOf is the scan of a pod of the job; false when its log is not read
+// for the setup commands.
+func scanOf(obj *unstructured.Unstructured, pod *corev1.Pod) (scan, bool) {
 	k := kindOf(obj)
-	var mu sync.Mutex
+	if m, known := k.member(obj.Object, pod); !known || m.Rank != 0 {
+		return scan{}, false
+	}
+	name := k.trainingContainer(obj.Object, pod)
+	status, ok := containerStatus(pod, name)
+	launch, isLaunch := launchOf(pod, name)
+	if !ok || !isLaunch || status.State.Running == nil && status.State.Terminated == nil {
+		return scan{}, false
+	}
+	return scan{container: name, launch: launch, status: status, member: memberOf(obj, pod)}, true
+}
+
+// setupOf reads, for Status, the setup commands that failed in the job's
+// pods, as scanOf says which.
+func (c *Client) setupOf(ctx context.Context, obj *unstructured.Unstructured, podList []corev1.Pod) []failure.SetupError {
 	var found []failure.SetupError
-	var wg sync.WaitGroup
-	limit := make(chan struct{}, 8)
 	for i := range podList {
 		pod := &podList[i]
-		name := k.trainingContainer(obj.Object, pod)
-		status, ok := containerStatus(pod, name)
-		launch, isLaunch := launchOf(pod, name)
-		if !ok || !isLaunch || status.State.Running == nil && status.State.Terminated == nil {
-			continue
+		if sc, ok := scanOf(obj, pod); ok {
+			c.setupErrors(ctx, pod, sc.container, sc.member, sc.launch, false, func(e failure.SetupError) { found = append(found, e) })
 		}
-		member := memberOf(obj, pod)
-		wg.Go(func() {
-			limit <- struct{}{}
-			defer func() { <-limit }()
-			c.setupErrors(ctx, pod, name, member, launch, false, func(e failure.SetupError) {
-				mu.Lock()
-				defer mu.Unlock()
-				found = append(found, e)
-			})
-		})
 	}
-	wg.Wait()
 	slices.SortFunc(found, func(a, b failure.SetupError) int {
 		return cmp.Or(strings.Compare(a.Pod, b.Pod), strings.Compare(a.Line, b.Line))
 	})

@@ -233,8 +233,8 @@ func (c *Client) story(obj *unstructured.Unstructured, podList []corev1.Pod, s *
 	if f, ok := preemption(*s); ok {
 		seen = append(seen, f)
 	}
-	for _, f := range seen {
-		if n := c.keep(obj, now, f); n.NotKept != nil {
+	if len(seen) > 0 {
+		if n := c.keep(obj, now, seen...); n.NotKept != nil {
 			s.Notes = append(s.Notes, "keeping why it failed: "+n.NotKept.Error())
 			return
 		}

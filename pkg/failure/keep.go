@@ -77,18 +77,19 @@ func attemptFile(dir string, n int) string {
 	return filepath.Join(dir, fmt.Sprintf("attempt-%d.json", n))
 }
 
-// Keep adds a failure to an attempt of a job, or replaces the one of the
-// same key (a container's termination message, then its log's last lines).
-// It tells whether the failure is new.
-func (k Keeper) Keep(job Job, number, of int, f Failure) (bool, error) {
+// Keep adds failures to an attempt of a job, each replacing the one of the
+// same key (a container's termination message, then its log's last lines),
+// in one write: status keeps what every pod of a large job shows at once.
+// It tells how many of them are new.
+func (k Keeper) Keep(job Job, number, of int, failures ...Failure) (int, error) {
 	dir := k.uidDir(job)
 	if err := k.mkdir(dir); err != nil {
-		return false, err
+		return 0, err
 	}
 	path := attemptFile(dir, number)
 	unlock, err := lock(path + ".lock")
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	defer unlock()
 	a, err := readAttempt(path)
@@ -96,20 +97,22 @@ func (k Keeper) Keep(job Job, number, of int, f Failure) (bool, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		a = Attempt{Number: number}
 	case err != nil:
-		return false, err
+		return 0, err
 	}
 	a.Of = max(a.Of, of)
-	i := slices.IndexFunc(a.Failures, func(g Failure) bool { return g.Key == f.Key })
-	added := i < 0
-	switch {
-	case added:
-		a.Failures = append(a.Failures, f)
-	case len(f.Lines) >= len(a.Failures[i].Lines):
-		a.Failures[i] = f
+	added := 0
+	for _, f := range failures {
+		switch i := slices.IndexFunc(a.Failures, func(g Failure) bool { return g.Key == f.Key }); {
+		case i < 0:
+			a.Failures = append(a.Failures, f)
+			added++
+		case len(f.Lines) >= len(a.Failures[i].Lines):
+			a.Failures[i] = f
+		}
 	}
 	a.bound()
 	if err := writeFile(path, a); err != nil {
-		return false, err
+		return 0, err
 	}
 	return added, k.prune(job, dir)
 }

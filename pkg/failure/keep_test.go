@@ -29,11 +29,11 @@ func TestKeep(t *testing.T) {
 
 	added, err := k.Keep(job, 1, 4, failed("worker-0", start, "ValueError: x"))
 	require.NoError(t, err)
-	require.True(t, added)
+	require.Equal(t, 1, added)
 	// The same container again, with more of its lines: replaced.
 	added, err = k.Keep(job, 1, 4, failed("worker-0", start, "step 9", "ValueError: x"))
 	require.NoError(t, err)
-	require.False(t, added)
+	require.Zero(t, added)
 	_, err = k.Keep(job, 2, 4, failed("master-0", start.Add(time.Minute), "KeyError: 'x'"))
 	require.NoError(t, err)
 
