@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
-	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // deletionPolls bounds the wait for a deleted job to be gone: its
@@ -92,53 +97,147 @@ func (c *Client) forget(obj *unstructured.Unstructured) error {
 	return c.Keeper.Forget(storyOf(c, obj))
 }
 
-// gone waits until a deleted job is gone, and with pods (the cluster that
-// holds them), its pods too: on a MultiKueue worker, its copy and the
-// copy's pods, which MultiKueue deletes after the job.
-func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, pods *Client) error {
+// gone waits until a deleted job is gone, and with holder (the cluster that
+// holds its pods), its pods too: on a MultiKueue worker, its copy and the
+// copy's pods, which MultiKueue deletes after the job. It watches each
+// rather than reading it again and again, so that what it asks does not
+// grow with the pods nor with the time the deletion takes.
+func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holder *Client) error {
 	ref := Ref{Kind: old.GetKind(), Namespace: old.GetNamespace(), Name: old.GetName()}
-	resource := c.Dynamic.Resource(kindOf(old).resource).Namespace(ref.Namespace)
-	last, left, copyLeft := old, 0, false
-	for range deletionPolls {
-		obj, err := resource.Get(ctx, ref.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			if pods == nil {
-				return nil
-			}
-			if pods != c {
-				copied, err := pods.Dynamic.Resource(kindOf(old).resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-				if copyLeft = err == nil && copied != nil; copyLeft {
-					break
-				}
-			}
-			// Pods the user may not list are not waited for.
-			podList, err := pods.podsOf(ctx, old)
-			if left = len(podList); err != nil || left == 0 {
-				return nil
-			}
-		case err != nil:
-			return c.failed(err, "waiting for the "+ref.String()+" to be deleted")
-		case obj.GetUID() != old.GetUID():
-			return fmt.Errorf("another %s was created while the old one was deleted; see what it is (generator status %s -n %s)", ref, ref.Name, ref.Namespace)
-		default:
-			last = obj
+	wait := deletionPolls * c.every()
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	resource := kindOf(old).resource
+	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + ref.Name}
+	other := false
+	left, err := c.drain(ctx, resource, ref.Namespace, byName, func(obj *unstructured.Unstructured) bool {
+		if obj.GetName() != ref.Name {
+			return false
 		}
+		other = other || obj.GetUID() != old.GetUID()
+		return obj.GetUID() == old.GetUID()
+	})
+	waiting := ""
+	switch {
+	case other:
+		return fmt.Errorf("another %s was created while the old one was deleted; see what it is (generator status %s -n %s)", ref, ref.Name, ref.Namespace)
+	case err == nil && holder != nil && holder != c:
+		left, err = holder.drain(ctx, resource, ref.Namespace, byName, func(obj *unstructured.Unstructured) bool { return obj.GetName() == ref.Name })
+		if len(left) > 0 {
+			waiting = " (its copy on its MultiKueue worker cluster is left)"
+		}
+	case len(left) > 0:
+		if finalizers := left[0].GetFinalizers(); len(finalizers) > 0 {
+			waiting = " (finalizers: " + strings.Join(finalizers, ", ") + ")"
+		}
+	}
+	if err == nil && holder != nil {
+		// Pods the user may not list are not waited for.
+		k := kindOf(old)
+		left, err = holder.drain(ctx, pods, ref.Namespace, metav1.ListOptions{LabelSelector: k.selector(ref.Name)}, func(obj *unstructured.Unstructured) bool {
+			var pod corev1.Pod
+			return runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &pod) == nil && k.owns(old, &pod)
+		})
+		if apierrors.IsForbidden(err) {
+			return nil
+		}
+		if len(left) > 0 {
+			waiting = fmt.Sprintf(" (%d of its pods are left)", len(left))
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		return fmt.Errorf("the %s is still being deleted after %v%s: what should delete it may be down; see it with generator status %s -n %s",
+			ref, wait, waiting, ref.Name, ref.Namespace)
+	}
+	return c.failed(err, "waiting for the "+ref.String()+" to be deleted")
+}
+
+// drain waits until none is left of the objects of a resource that opts
+// select and that stillThere keeps: it lists them, then watches them from
+// that list, opening the watch again when it ends and listing again when
+// the version it watched from is gone. It gives the objects left when it
+// stops early, and why: ctx's error, or the cluster's.
+func (c *Client) drain(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions,
+	stillThere func(*unstructured.Unstructured) bool) ([]*unstructured.Unstructured, error) {
+	client := c.Dynamic.Resource(resource).Namespace(namespace)
+	left := map[string]*unstructured.Unstructured{}
+	remaining := func() []*unstructured.Unstructured {
+		var out []*unstructured.Unstructured
+		for _, name := range slices.Sorted(maps.Keys(left)) {
+			out = append(out, left[name])
+		}
+		return out
+	}
+	for {
+		list, err := client.List(ctx, opts)
+		if err != nil {
+			return remaining(), err
+		}
+		clear(left)
+		for i := range list.Items {
+			if obj := &list.Items[i]; stillThere(obj) {
+				left[obj.GetName()] = obj
+			}
+		}
+		version := list.GetResourceVersion()
+		for len(left) > 0 {
+			o := opts
+			o.ResourceVersion, o.AllowWatchBookmarks = version, true
+			w, err := client.Watch(ctx, o)
+			switch {
+			case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
+				version = ""
+			case err != nil:
+				return remaining(), err
+			default:
+				version = watchUntilEmpty(ctx, w, left, stillThere, version)
+			}
+			if ctx.Err() != nil {
+				return remaining(), ctx.Err()
+			}
+			if version == "" {
+				break // list again
+			}
+		}
+		if len(left) == 0 {
+			return nil, nil
+		}
+	}
+}
+
+// watchUntilEmpty takes in a watch's events into left (the objects not
+// gone yet, by name) until none is left, the watch ends or ctx does. It
+// gives the version to watch from next; "" when the watch's version is gone
+// and the objects must be listed again.
+func watchUntilEmpty(ctx context.Context, w watch.Interface, left map[string]*unstructured.Unstructured,
+	stillThere func(*unstructured.Unstructured) bool, version string) string {
+	defer w.Stop()
+	for len(left) > 0 {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(c.every()):
+			return version
+		case event, ok := <-w.ResultChan():
+			if !ok {
+				return version
+			}
+			if event.Type == watch.Error {
+				return ""
+			}
+			obj, isObject := event.Object.(*unstructured.Unstructured)
+			if !isObject {
+				continue
+			}
+			version = obj.GetResourceVersion()
+			switch {
+			case event.Type == watch.Deleted, !stillThere(obj):
+				delete(left, obj.GetName())
+			case event.Type != watch.Bookmark:
+				left[obj.GetName()] = obj
+			}
 		}
 	}
-	waiting := ""
-	switch finalizers := last.GetFinalizers(); {
-	case copyLeft:
-		waiting = " (its copy on its MultiKueue worker cluster is left)"
-	case left > 0:
-		waiting = fmt.Sprintf(" (%d of its pods are left)", left)
-	case len(finalizers) > 0:
-		waiting = " (finalizers: " + strings.Join(finalizers, ", ") + ")"
-	}
-	return fmt.Errorf("the %s is still being deleted after %v%s: what should delete it may be down; see it with generator status %s -n %s",
-		ref, deletionPolls*c.every(), waiting, ref.Name, ref.Namespace)
+	return version
 }

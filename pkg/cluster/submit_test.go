@@ -122,7 +122,6 @@ func TestSubmitReplacesAFinishedJob(t *testing.T) {
 func TestSubmitWaitsUntilTheOldJobIsGone(t *testing.T) {
 	var got []clienttesting.PatchActionImpl
 	var dyn *dynamicfake.FakeDynamicClient
-	gets := 0
 	client := cluster(t, func(fake *dynamicfake.FakeDynamicClient) {
 		dyn = fake
 		applies(&got)(dyn)
@@ -133,19 +132,12 @@ func TestSubmitWaitsUntilTheOldJobIsGone(t *testing.T) {
 			terminating.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
 			return true, nil, dyn.Tracker().Update(appWrappers, terminating, "ml")
 		})
-		dyn.PrependReactor("get", "appwrappers", func(a clienttesting.Action) (bool, runtime.Object, error) {
-			// Submit looks for the jobs of its name first, then reads the old one.
-			if gets++; gets == 5 {
-				require.NoError(t, dyn.Tracker().Delete(appWrappers, "ml", "demo"))
-			}
-			return false, nil, nil
-		})
+		collects(t, dyn, appWrappers, "demo")
 	}, appWrapper("{phase: Succeeded}"))
-	client.Poll = time.Millisecond
 	done, err := client.Submit(context.Background(), submitted(t), false)
 	require.NoError(t, err)
 	require.Equal(t, Submission{Replaced: Succeeded}, done)
-	require.Equal(t, []string{"get", "get", "delete", "get", "get", "get", "patch"}, verbs(dyn))
+	require.Equal(t, []string{"get", "get", "delete", "list", "watch", "patch"}, verbs(dyn))
 }
 
 func TestSubmitGivesUpWaitingForAJobThatIsNotDeleted(t *testing.T) {
