@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -192,6 +193,11 @@ func (j *jobFlags) settingsGiven() bool {
 // --context) is a wrong command line. The client keeps the failures it sees
 // in the user's cache folder.
 func dial(s Streams, kube *cluster.Flags) (*cluster.Client, error) {
+	// What a cluster answers grows with its jobs and pods (a thousand pods
+	// are tens of MiB decoded), and a follower runs for days: the garbage
+	// collector that main turns off for renders runs as Go's default has it.
+	debug.SetGCPercent(100)
+	debug.SetMemoryLimit(math.MaxInt64)
 	client, err := connectTo(kube, userAgent(), s.Err)
 	var flag cluster.BadFlag
 	if errors.As(err, &flag) {

@@ -19,6 +19,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/cluster/clustertest"
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
@@ -69,7 +70,7 @@ status: ` + status))
 		}
 		served[gv].APIResources = append(served[gv].APIResources, metav1.APIResource{Name: gvr.Resource, Kind: strings.TrimSuffix(list, "List")})
 	}
-	return &cluster.Client{Dynamic: dyn, Discovery: disc, Namespace: "ml", Server: "https://fake", Poll: time.Millisecond}
+	return &cluster.Client{Dynamic: dyn, Discovery: disc, PodSource: clustertest.Pods{Dynamic: dyn}, Namespace: "ml", Server: "https://fake", Poll: time.Millisecond}
 }
 
 var demo = cluster.Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}

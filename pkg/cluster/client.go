@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -78,8 +79,9 @@ type Client struct {
 
 	Dynamic   dynamic.Interface
 	Discovery discovery.ServerResourcesInterfaceWithContext
-	// LogSource reads the logs of pods.
+	// LogSource reads the logs of pods; PodSource lists pods.
 	LogSource LogSource
+	PodSource PodSource
 	// Namespace is the namespace of -n, else of the kubeconfig's context,
 	// else default.
 	Namespace string
@@ -195,30 +197,38 @@ func (f *Flags) client(overrides *clientcmd.ConfigOverrides, userAgent string, w
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
-	logs, err := logClient(rest)
+	logs, err := coreClient(rest, 0)
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
-	return &Client{Dynamic: dyn, Discovery: disc, LogSource: logs, Namespace: namespace, Server: rest.Host}, nil
+	podList, err := coreClient(rest, rest.Timeout)
+	if err != nil {
+		return nil, Unreachable{Err: err}
+	}
+	return &Client{Dynamic: dyn, Discovery: disc, LogSource: restLogs{client: logs}, PodSource: restPods{client: podList},
+		Namespace: namespace, Server: rest.Host}, nil
 }
 
-// logClient is a REST client of core/v1 for pods/log: the typed clientset
-// would link every API's types for that one request.
-func logClient(config *restclient.Config) (LogSource, error) {
+// coreClient is a REST client of core/v1, for pods/log and the lists of
+// pods (the typed clientset would link every API's types for them), with
+// a timeout (0 for none: a followed log streams as long as its pod runs,
+// and the context ends it). It asks for protobuf, which the API server
+// speaks for its own types: a pod in it is a third of its JSON, and is
+// read in a sixth of the time.
+func coreClient(config *restclient.Config, timeout time.Duration) (restclient.Interface, error) {
 	config = restclient.CopyConfig(config)
-	// A followed log streams as long as its pod runs; the context ends it.
-	config.Timeout = 0
+	config.Timeout = timeout
 	config.APIPath = "/api"
 	config.GroupVersion = &schema.GroupVersion{Version: "v1"}
-	// Errors come back as a Status, which the scheme reads.
+	config.ContentType = runtime.ContentTypeProtobuf
+	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	// Errors come back as a Status, which the scheme reads too.
 	scheme := runtime.NewScheme()
-	metav1.AddToGroupVersion(scheme, *config.GroupVersion)
-	config.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	client, err := restclient.RESTClientFor(config)
-	if err != nil {
+	if err := corev1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	return restLogs{client: client}, nil
+	config.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	return restclient.RESTClientFor(config)
 }
 
 // BadFlag is the error for a flag that names what is not there: a

@@ -8,10 +8,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	restclient "k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
@@ -46,8 +50,9 @@ func TestLogClient(t *testing.T) {
 		fmt.Fprint(w, "line 1\nline 2\n")
 	}))
 	defer server.Close()
-	source, err := logClient(&restclient.Config{Host: server.URL})
+	client, err := coreClient(&restclient.Config{Host: server.URL}, 0)
 	require.NoError(t, err)
+	source := restLogs{client: client}
 	tail, since := int64(10), int64(600)
 	rc, err := source.Log(context.Background(), "ml", "demo-master-0", LogOptions{Container: "pytorch", Follow: true, Timestamps: true, TailLines: &tail, SinceSeconds: &since})
 	require.NoError(t, err)
@@ -61,4 +66,30 @@ func TestLogClient(t *testing.T) {
 		"/api/v1/namespaces/ml/pods/demo-master-0/log?container=pytorch&follow=true&sinceSeconds=600&tailLines=10&timestamps=true",
 		"/api/v1/namespaces/ml/pods/forbidden/log?container=pytorch&previous=true",
 	}, asked)
+}
+
+// The pods are listed in protobuf, which the API server speaks for its own
+// types: the client asks for it, with the list's query, and reads it.
+func TestPodClient(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, corev1.AddToScheme(scheme))
+	encoder := protobuf.NewSerializer(scheme, scheme)
+	var accepted, asked string
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		accepted, asked = r.Header.Get("Accept"), r.URL.Path+"?"+r.URL.RawQuery
+		list := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, ListMeta: metav1.ListMeta{ResourceVersion: "42"},
+			Items: []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "demo-master-0"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}}}
+		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+		require.NoError(t, encoder.Encode(list, w))
+	}))
+	defer server.Close()
+	client, err := coreClient(&restclient.Config{Host: server.URL}, time.Second)
+	require.NoError(t, err)
+	list, err := restPods{client: client}.Pods(context.Background(), "ml", metav1.ListOptions{LabelSelector: "a=b"})
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(accepted, runtime.ContentTypeProtobuf), accepted)
+	require.Equal(t, "/api/v1/namespaces/ml/pods?labelSelector=a%3Db&timeout=1s", asked)
+	require.Equal(t, "42", list.ResourceVersion)
+	require.Len(t, list.Items, 1)
+	require.Equal(t, corev1.PodRunning, list.Items[0].Status.Phase)
 }

@@ -8,11 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -107,10 +105,10 @@ func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holde
 	wait := deletionPolls * c.every()
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	resource := kindOf(old).resource
+	k := kindOf(old)
 	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + ref.Name}
 	other := false
-	left, err := c.drain(ctx, resource, ref.Namespace, byName, func(obj *unstructured.Unstructured) bool {
+	left, err := c.objects(k.resource, ref.Namespace).drain(ctx, byName, func(obj metav1.Object) bool {
 		if obj.GetName() != ref.Name {
 			return false
 		}
@@ -122,7 +120,7 @@ func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holde
 	case other:
 		return fmt.Errorf("another %s was created while the old one was deleted; see what it is (generator status %s -n %s)", ref, ref.Name, ref.Namespace)
 	case err == nil && holder != nil && holder != c:
-		left, err = holder.drain(ctx, resource, ref.Namespace, byName, func(obj *unstructured.Unstructured) bool { return obj.GetName() == ref.Name })
+		left, err = holder.objects(k.resource, ref.Namespace).drain(ctx, byName, func(obj metav1.Object) bool { return obj.GetName() == ref.Name })
 		if len(left) > 0 {
 			waiting = " (its copy on its MultiKueue worker cluster is left)"
 		}
@@ -133,11 +131,8 @@ func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holde
 	}
 	if err == nil && holder != nil {
 		// Pods the user may not list are not waited for.
-		k := kindOf(old)
-		left, err = holder.drain(ctx, pods, ref.Namespace, metav1.ListOptions{LabelSelector: k.selector(ref.Name)}, func(obj *unstructured.Unstructured) bool {
-			var pod corev1.Pod
-			return runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &pod) == nil && k.owns(old, &pod)
-		})
+		left, err = holder.podObjects(ref.Namespace).drain(ctx, metav1.ListOptions{LabelSelector: k.selector(ref.Name)},
+			func(pod metav1.Object) bool { return k.owns(old, pod) })
 		if apierrors.IsForbidden(err) {
 			return nil
 		}
@@ -155,51 +150,88 @@ func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holde
 	return c.failed(err, "waiting for the "+ref.String()+" to be deleted")
 }
 
-// drain waits until none is left of the objects of a resource that opts
-// select and that stillThere keeps: it lists them, then watches them from
-// that list, opening the watch again when it ends and listing again when
-// the version it watched from is gone. It gives the objects left when it
-// stops early, and why: ctx's error, or the cluster's.
-func (c *Client) drain(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions,
-	stillThere func(*unstructured.Unstructured) bool) ([]*unstructured.Unstructured, error) {
+// listWatch lists and watches objects of one resource in one namespace.
+type listWatch struct {
+	list  func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error)
+	watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// objects lists and watches a resource with the dynamic client.
+func (c *Client) objects(resource schema.GroupVersionResource, namespace string) listWatch {
 	client := c.Dynamic.Resource(resource).Namespace(namespace)
-	left := map[string]*unstructured.Unstructured{}
-	remaining := func() []*unstructured.Unstructured {
-		var out []*unstructured.Unstructured
+	return listWatch{
+		list: func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+			list, err := client.List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]metav1.Object, len(list.Items))
+			for i := range list.Items {
+				out[i] = &list.Items[i]
+			}
+			return out, list.GetResourceVersion(), nil
+		},
+		watch: client.Watch,
+	}
+}
+
+// podObjects lists pods as status does (PodSource), and watches them with
+// the dynamic client: an event is one pod.
+func (c *Client) podObjects(namespace string) listWatch {
+	lw := c.objects(pods, namespace)
+	lw.list = func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+		list, err := c.listPods(ctx, namespace, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		out := make([]metav1.Object, len(list.Items))
+		for i := range list.Items {
+			out[i] = &list.Items[i]
+		}
+		return out, list.ResourceVersion, nil
+	}
+	return lw
+}
+
+// drain waits until none is left of the objects that opts select and that
+// stillThere keeps: it lists them, then watches them from that list,
+// opening the watch again when it ends and listing again when the version
+// it watched from is gone. It gives the objects left when it stops early,
+// and why: ctx's error, or the cluster's.
+func (lw listWatch) drain(ctx context.Context, opts metav1.ListOptions, stillThere func(metav1.Object) bool) ([]metav1.Object, error) {
+	left := map[string]metav1.Object{}
+	remaining := func() []metav1.Object {
+		var out []metav1.Object
 		for _, name := range slices.Sorted(maps.Keys(left)) {
 			out = append(out, left[name])
 		}
 		return out
 	}
 	for {
-		list, err := client.List(ctx, opts)
+		items, version, err := lw.list(ctx, opts)
 		if err != nil {
 			return remaining(), err
 		}
 		clear(left)
-		for i := range list.Items {
-			if obj := &list.Items[i]; stillThere(obj) {
+		for _, obj := range items {
+			if stillThere(obj) {
 				left[obj.GetName()] = obj
 			}
 		}
-		version := list.GetResourceVersion()
-		for len(left) > 0 {
+		for relist := false; len(left) > 0 && !relist; {
 			o := opts
 			o.ResourceVersion, o.AllowWatchBookmarks = version, true
-			w, err := client.Watch(ctx, o)
+			w, err := lw.watch(ctx, o)
 			switch {
 			case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
-				version = ""
+				relist = true
 			case err != nil:
 				return remaining(), err
 			default:
-				version = watchUntilEmpty(ctx, w, left, stillThere, version)
+				version, relist = watchUntilEmpty(ctx, w, left, stillThere, version)
 			}
 			if ctx.Err() != nil {
 				return remaining(), ctx.Err()
-			}
-			if version == "" {
-				break // list again
 			}
 		}
 		if len(left) == 0 {
@@ -210,23 +242,23 @@ func (c *Client) drain(ctx context.Context, resource schema.GroupVersionResource
 
 // watchUntilEmpty takes in a watch's events into left (the objects not
 // gone yet, by name) until none is left, the watch ends or ctx does. It
-// gives the version to watch from next; "" when the watch's version is gone
-// and the objects must be listed again.
-func watchUntilEmpty(ctx context.Context, w watch.Interface, left map[string]*unstructured.Unstructured,
-	stillThere func(*unstructured.Unstructured) bool, version string) string {
+// gives the version to watch from next, and whether the objects must be
+// listed again instead (the watch's version is gone).
+func watchUntilEmpty(ctx context.Context, w watch.Interface, left map[string]metav1.Object,
+	stillThere func(metav1.Object) bool, version string) (string, bool) {
 	defer w.Stop()
 	for len(left) > 0 {
 		select {
 		case <-ctx.Done():
-			return version
+			return version, false
 		case event, ok := <-w.ResultChan():
 			if !ok {
-				return version
+				return version, false
 			}
 			if event.Type == watch.Error {
-				return ""
+				return version, true
 			}
-			obj, isObject := event.Object.(*unstructured.Unstructured)
+			obj, isObject := event.Object.(metav1.Object)
 			if !isObject {
 				continue
 			}
@@ -239,5 +271,5 @@ func watchUntilEmpty(ctx context.Context, w watch.Interface, left map[string]*un
 			}
 		}
 	}
-	return version
+	return version, false
 }

@@ -60,6 +60,9 @@ type failures struct {
 	noticed  map[string]bool
 	scanned  map[string]bool
 	scans    *atomic.Int64
+	// read counts the failures of each attempt whose log's last lines
+	// were read: when many pods fail at once, the first few say why.
+	read map[int]int
 }
 
 // reading is the job as its follower last read it, which the watch of its
@@ -93,7 +96,7 @@ func (r *reading) get() *unstructured.Unstructured {
 func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), scans *atomic.Int64) {
 	obj := job.get()
 	w := &failures{client: c, pods: on, job: job, notice: notice, seen: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{},
-		scanned: map[string]bool{}, scans: scans}
+		scanned: map[string]bool{}, scans: scans, read: map[int]int{}}
 	var err error
 	w.podEvents, err = on.lastingWatch(ctx, pods, obj.GetNamespace(), metav1.ListOptions{LabelSelector: kindOf(obj).selector(obj.GetName())})
 	if err != nil {
@@ -260,14 +263,16 @@ func (w *failures) add(ctx context.Context, pod *corev1.Pod, f failure.Failure) 
 		return
 	}
 	w.noticed[f.Key] = true
-	if f.ExitCode != nil {
-		w.pods.readLines(ctx, pod, &f)
-	}
 	obj := w.job.get()
 	if _, ok := w.attempts[pod.UID]; !ok {
 		w.attempts[pod.UID] = attempt(obj)
 	}
-	w.notice(w.client.keep(obj, w.attempts[pod.UID], f))
+	number := w.attempts[pod.UID]
+	if f.ExitCode != nil && w.read[number] < failure.WithLines {
+		w.read[number]++
+		w.pods.readLines(ctx, pod, &f)
+	}
+	w.notice(w.client.keep(obj, number, f))
 }
 
 // attempt is the run a job is in: 1, then one more at each retry; during

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -233,11 +234,11 @@ func (k *kind) selector(name string) string {
 }
 
 // owns tells whether a pod (of the job's namespace) is one of the job's.
-func (k *kind) owns(obj *unstructured.Unstructured, pod *corev1.Pod) bool {
+func (k *kind) owns(obj *unstructured.Unstructured, pod metav1.Object) bool {
 	if k.podLabel != "" {
-		return pod.Labels[k.podLabel] == obj.GetName()
+		return pod.GetLabels()[k.podLabel] == obj.GetName()
 	}
-	for _, ref := range pod.OwnerReferences {
+	for _, ref := range pod.GetOwnerReferences() {
 		if ref.UID == obj.GetUID() {
 			return true
 		}

@@ -173,14 +173,11 @@ type podIndex struct {
 
 func (c *Client) podIndex(ctx context.Context, namespace string) (podIndex, error) {
 	index := podIndex{labelled: map[string][]corev1.Pod{}, owned: map[types.UID][]corev1.Pod{}}
-	list, err := c.Dynamic.Resource(pods).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	list, err := c.listPods(ctx, namespace, metav1.ListOptions{})
 	if err != nil {
 		return index, err
 	}
-	all, err := podsIn(list)
-	if err != nil {
-		return index, err
-	}
+	all := list.Items
 	labels := map[string]bool{}
 	for _, k := range kinds {
 		if k.podLabel != "" {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/torchwrap/generator/pkg/accelerator"
 	"github.com/torchwrap/generator/pkg/failure"
@@ -398,20 +399,31 @@ func (c *Client) note(notes *[]string, what string, err error) error {
 	return nil
 }
 
+// PodSource lists pods: the API server's core/v1 (restPods), or a fake in
+// tests.
+type PodSource interface {
+	Pods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error)
+}
+
+// restPods lists pods with a REST client of core/v1, in protobuf.
+type restPods struct{ client restclient.Interface }
+
+func (r restPods) Pods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {
+	list := &corev1.PodList{}
+	err := r.client.Get().Namespace(namespace).Resource("pods").VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(list)
+	return list, err
+}
+
 // podsOf lists a job's pods: by the label its controller gives them, or (T9k)
 // by their owner.
 func (c *Client) podsOf(ctx context.Context, obj *unstructured.Unstructured) ([]corev1.Pod, error) {
 	k := kindOf(obj)
-	list, err := c.Dynamic.Resource(pods).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: k.selector(obj.GetName())})
-	if err != nil {
-		return nil, err
-	}
-	all, err := podsIn(list)
+	all, err := c.listPods(ctx, obj.GetNamespace(), metav1.ListOptions{LabelSelector: k.selector(obj.GetName())})
 	if err != nil {
 		return nil, err
 	}
 	var out []corev1.Pod
-	for _, pod := range all {
+	for _, pod := range all.Items {
 		if k.owns(obj, &pod) {
 			out = append(out, pod)
 		}
@@ -419,18 +431,15 @@ func (c *Client) podsOf(ctx context.Context, obj *unstructured.Unstructured) ([]
 	return out, nil
 }
 
-// podsIn reads the pods of a list, sorted by name.
-func podsIn(list *unstructured.UnstructuredList) ([]corev1.Pod, error) {
-	out := make([]corev1.Pod, 0, len(list.Items))
-	for _, item := range list.Items {
-		var pod corev1.Pod
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &pod); err != nil {
-			return nil, fmt.Errorf("reading pod %s: %w", item.GetName(), err)
-		}
-		out = append(out, pod)
+// listPods lists the pods of a namespace ("": of all) that opts select,
+// sorted by name.
+func (c *Client) listPods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {
+	list, err := c.PodSource.Pods(ctx, namespace, opts)
+	if err != nil {
+		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list, nil
 }
 
 // jobUIDLabel is the label Kueue (since v0.5) puts on the Workload of a

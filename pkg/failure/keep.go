@@ -35,9 +35,10 @@ type Keeper struct {
 
 // The bounds of what is kept.
 const (
-	// maxWithLines failures of an attempt keep their lines, the first to
-	// end; the others keep the rest.
-	maxWithLines = 4
+	// WithLines failures of an attempt keep their lines, the first to
+	// end; the others keep the rest. (A follower reads the logs of as
+	// many: the first it notices.)
+	WithLines = 4
 	// maxFailures failures of an attempt are kept.
 	maxFailures = 64
 	// maxAttempts attempts of a job are kept: the first, and the latest.
@@ -126,7 +127,7 @@ func (a *Attempt) bound() {
 	withLines := 0
 	for i := range a.Failures {
 		f := &a.Failures[i]
-		if f.Key != root.Key && withLines >= maxWithLines-1 {
+		if f.Key != root.Key && withLines >= WithLines-1 {
 			f.Lines = nil
 		} else if f.Key != root.Key && len(f.Lines) > 0 {
 			withLines++

@@ -100,7 +100,7 @@ func TestKeepIsBounded(t *testing.T) {
 			withLines++
 		}
 	}
-	require.Equal(t, maxWithLines, withLines)
+	require.Equal(t, WithLines, withLines)
 	require.Len(t, story.Attempts[0].Failures, 10)
 
 	for n := 2; n <= 15; n++ {

@@ -4,17 +4,20 @@
 package clustertest
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	discoveryfake "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -181,4 +184,24 @@ func (f Fake) Clients(t testing.TB) (*dynamicfake.FakeDynamicClient, *discoveryf
 		f.React(dyn)
 	}
 	return dyn, disc
+}
+
+// Pods lists the pods of a fake cluster's dynamic client, as the API
+// server's core/v1 would (cluster.PodSource).
+type Pods struct{ Dynamic dynamic.Interface }
+
+func (p Pods) Pods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {
+	list, err := p.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(namespace).List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: list.GetResourceVersion()}}
+	for _, item := range list.Items {
+		var pod corev1.Pod
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &pod); err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, pod)
+	}
+	return out, nil
 }
