@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -214,10 +217,12 @@ func label(f failure.Failure) string {
 // pod's label, and what happens besides to standard error. Following, it
 // fails when the job failed, as submit --wait does.
 func showLogs(ctx context.Context, s Streams, client *cluster.Client, req cluster.LogRequest, color bool) error {
-	w := logWriter{w: s.Out, color: color}
+	out := flushing(s.Out)
+	w := logWriter{w: out, color: color}
 	printed := false
-	last, err := client.Logs(ctx, req, func(l cluster.LogLine) { printed = true; w.line(l) }, func(note string) { fmt.Fprintln(s.Err, note) },
+	last, err := client.Logs(ctx, req, func(l cluster.LogLine) { printed = true; out.write(func() { w.line(l) }) }, func(note string) { fmt.Fprintln(s.Err, note) },
 		func(n cluster.Noticed) { fmt.Fprintln(s.Err, noticed(n)) })
+	out.stop()
 	switch {
 	case errors.Is(err, context.Canceled):
 		return stopped{fmt.Sprintf("stopped following the logs of the %s (%s); the job goes on", req.Ref, seen(last))}
@@ -233,6 +238,54 @@ func showLogs(ctx context.Context, s Streams, client *cluster.Client, req cluste
 		return fmt.Errorf("the %s failed; see it with %s", req.Ref, statusCommand(req.Ref))
 	}
 	return nil
+}
+
+// flushed is standard output through a buffer that is flushed a few times
+// a second: a thousand pods' logs are millions of lines, each of which
+// would otherwise be a write of its own.
+type flushed struct {
+	mu   sync.Mutex
+	buf  *bufio.Writer
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// flushEvery is how long a line waits in the buffer at most.
+const flushEvery = 100 * time.Millisecond
+
+func flushing(w io.Writer) *flushed {
+	f := &flushed{buf: bufio.NewWriterSize(w, 64*1024), done: make(chan struct{})}
+	f.wg.Go(func() {
+		tick := time.NewTicker(flushEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-f.done:
+				return
+			case <-tick.C:
+				f.mu.Lock()
+				f.buf.Flush()
+				f.mu.Unlock()
+			}
+		}
+	})
+	return f
+}
+
+func (f *flushed) Write(p []byte) (int, error) { return f.buf.Write(p) }
+
+// write runs what writes to the buffer, between two flushes.
+func (f *flushed) write(do func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	do()
+}
+
+// stop flushes what is left, and stops flushing.
+func (f *flushed) stop() {
+	close(f.done)
+	f.wg.Wait()
+	f.buf.Flush()
 }
 
 // logWriter writes a pod's log lines after its label, [worker-1], padded

@@ -197,11 +197,16 @@ func (f *Flags) client(overrides *clientcmd.ConfigOverrides, userAgent string, w
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
-	logs, err := coreClient(rest, 0)
+	// A followed log streams as long as its pod runs, and the context ends
+	// it; the logs read at once are as many as the command bounds them to
+	// (logsAtOnce, or every pod followed), not fewer for a rate.
+	logConfig := restclient.CopyConfig(rest)
+	logConfig.Timeout, logConfig.QPS = 0, -1
+	logs, err := coreClient(logConfig)
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
-	podList, err := coreClient(rest, rest.Timeout)
+	podList, err := coreClient(rest)
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
@@ -210,14 +215,11 @@ func (f *Flags) client(overrides *clientcmd.ConfigOverrides, userAgent string, w
 }
 
 // coreClient is a REST client of core/v1, for pods/log and the lists of
-// pods (the typed clientset would link every API's types for them), with
-// a timeout (0 for none: a followed log streams as long as its pod runs,
-// and the context ends it). It asks for protobuf, which the API server
-// speaks for its own types: a pod in it is a third of its JSON, and is
-// read in a sixth of the time.
-func coreClient(config *restclient.Config, timeout time.Duration) (restclient.Interface, error) {
+// pods (the typed clientset would link every API's types for them). It
+// asks for protobuf, which the API server speaks for its own types: a pod
+// in it is a third of its JSON, and is read in a sixth of the time.
+func coreClient(config *restclient.Config) (restclient.Interface, error) {
 	config = restclient.CopyConfig(config)
-	config.Timeout = timeout
 	config.APIPath = "/api"
 	config.GroupVersion = &schema.GroupVersion{Version: "v1"}
 	config.ContentType = runtime.ContentTypeProtobuf

@@ -50,7 +50,7 @@ func TestLogClient(t *testing.T) {
 		fmt.Fprint(w, "line 1\nline 2\n")
 	}))
 	defer server.Close()
-	client, err := coreClient(&restclient.Config{Host: server.URL}, 0)
+	client, err := coreClient(&restclient.Config{Host: server.URL})
 	require.NoError(t, err)
 	source := restLogs{client: client}
 	tail, since := int64(10), int64(600)
@@ -83,7 +83,7 @@ func TestPodClient(t *testing.T) {
 		require.NoError(t, encoder.Encode(list, w))
 	}))
 	defer server.Close()
-	client, err := coreClient(&restclient.Config{Host: server.URL}, time.Second)
+	client, err := coreClient(&restclient.Config{Host: server.URL, Timeout: time.Second})
 	require.NoError(t, err)
 	list, err := restPods{client: client}.Pods(context.Background(), "ml", metav1.ListOptions{LabelSelector: "a=b"})
 	require.NoError(t, err)

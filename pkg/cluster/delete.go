@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // deletionPolls bounds the wait for a deleted job to be gone: its
@@ -51,7 +47,7 @@ func (c *Client) Delete(ctx context.Context, ref Ref, wait bool) (Deletion, erro
 	if err != nil {
 		return Deletion{}, err
 	}
-	s, podList, _, err := c.read(ctx, obj)
+	s, podList, _, err := c.read(ctx, obj, nil)
 	if err != nil {
 		return Deletion{}, err
 	}
@@ -148,128 +144,4 @@ func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holde
 			ref, wait, waiting, ref.Name, ref.Namespace)
 	}
 	return c.failed(err, "waiting for the "+ref.String()+" to be deleted")
-}
-
-// listWatch lists and watches objects of one resource in one namespace.
-type listWatch struct {
-	list  func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error)
-	watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
-}
-
-// objects lists and watches a resource with the dynamic client.
-func (c *Client) objects(resource schema.GroupVersionResource, namespace string) listWatch {
-	client := c.Dynamic.Resource(resource).Namespace(namespace)
-	return listWatch{
-		list: func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
-			list, err := client.List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			out := make([]metav1.Object, len(list.Items))
-			for i := range list.Items {
-				out[i] = &list.Items[i]
-			}
-			return out, list.GetResourceVersion(), nil
-		},
-		watch: client.Watch,
-	}
-}
-
-// podObjects lists pods as status does (PodSource), and watches them with
-// the dynamic client: an event is one pod.
-func (c *Client) podObjects(namespace string) listWatch {
-	lw := c.objects(pods, namespace)
-	lw.list = func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
-		list, err := c.listPods(ctx, namespace, opts)
-		if err != nil {
-			return nil, "", err
-		}
-		out := make([]metav1.Object, len(list.Items))
-		for i := range list.Items {
-			out[i] = &list.Items[i]
-		}
-		return out, list.ResourceVersion, nil
-	}
-	return lw
-}
-
-// drain waits until none is left of the objects that opts select and that
-// stillThere keeps: it lists them, then watches them from that list,
-// opening the watch again when it ends and listing again when the version
-// it watched from is gone. It gives the objects left when it stops early,
-// and why: ctx's error, or the cluster's.
-func (lw listWatch) drain(ctx context.Context, opts metav1.ListOptions, stillThere func(metav1.Object) bool) ([]metav1.Object, error) {
-	left := map[string]metav1.Object{}
-	remaining := func() []metav1.Object {
-		var out []metav1.Object
-		for _, name := range slices.Sorted(maps.Keys(left)) {
-			out = append(out, left[name])
-		}
-		return out
-	}
-	for {
-		items, version, err := lw.list(ctx, opts)
-		if err != nil {
-			return remaining(), err
-		}
-		clear(left)
-		for _, obj := range items {
-			if stillThere(obj) {
-				left[obj.GetName()] = obj
-			}
-		}
-		for relist := false; len(left) > 0 && !relist; {
-			o := opts
-			o.ResourceVersion, o.AllowWatchBookmarks = version, true
-			w, err := lw.watch(ctx, o)
-			switch {
-			case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
-				relist = true
-			case err != nil:
-				return remaining(), err
-			default:
-				version, relist = watchUntilEmpty(ctx, w, left, stillThere, version)
-			}
-			if ctx.Err() != nil {
-				return remaining(), ctx.Err()
-			}
-		}
-		if len(left) == 0 {
-			return nil, nil
-		}
-	}
-}
-
-// watchUntilEmpty takes in a watch's events into left (the objects not
-// gone yet, by name) until none is left, the watch ends or ctx does. It
-// gives the version to watch from next, and whether the objects must be
-// listed again instead (the watch's version is gone).
-func watchUntilEmpty(ctx context.Context, w watch.Interface, left map[string]metav1.Object,
-	stillThere func(metav1.Object) bool, version string) (string, bool) {
-	defer w.Stop()
-	for len(left) > 0 {
-		select {
-		case <-ctx.Done():
-			return version, false
-		case event, ok := <-w.ResultChan():
-			if !ok {
-				return version, false
-			}
-			if event.Type == watch.Error {
-				return version, true
-			}
-			obj, isObject := event.Object.(metav1.Object)
-			if !isObject {
-				continue
-			}
-			version = obj.GetResourceVersion()
-			switch {
-			case event.Type == watch.Deleted, !stillThere(obj):
-				delete(left, obj.GetName())
-			case event.Type != watch.Bookmark:
-				left[obj.GetName()] = obj
-			}
-		}
-	}
-	return version, false
 }

@@ -71,8 +71,16 @@ func TestDeleteListsAgainWhenItsVersionIsGone(t *testing.T) {
 	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
 		// Deleted in the foreground: still there, for now.
 		dyn.PrependReactor("delete", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
-		dyn.PrependWatchReactor("appwrappers", func(clienttesting.Action) (bool, watch.Interface, error) {
-			require.NoError(t, dyn.Tracker().Delete(appWrappers, "ml", "demo"))
+		var once sync.Once
+		dyn.PrependWatchReactor("appwrappers", func(a clienttesting.Action) (bool, watch.Interface, error) {
+			expired := false
+			once.Do(func() {
+				require.NoError(t, dyn.Tracker().Delete(appWrappers, "ml", "demo"))
+				expired = true
+			})
+			if !expired {
+				return false, nil, nil
+			}
 			return true, nil, apierrors.NewResourceExpired("too old resource version")
 		})
 	}, withoutQueue(appWrapper("{phase: Succeeded}")))
@@ -84,7 +92,7 @@ func TestDeleteListsAgainWhenItsVersionIsGone(t *testing.T) {
 			asked = append(asked, a.GetVerb())
 		}
 	}
-	require.Equal(t, []string{"get", "delete", "list", "watch", "list"}, asked)
+	require.Equal(t, []string{"get", "delete", "list", "watch", "list", "watch"}, asked)
 }
 
 func TestDeleteWithoutWaiting(t *testing.T) {

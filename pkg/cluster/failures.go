@@ -8,16 +8,13 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/torchwrap/generator/pkg/failure"
 )
@@ -49,9 +46,9 @@ type failures struct {
 	client, pods *Client
 	job          *reading
 	notice       func(Noticed)
-	// podEvents and warnings are the watches of the job's pods and of the
-	// Warning events in its namespace.
-	podEvents, warnings *lasting
+	// podMirror and warnings mirror the job's pods and the Warning events
+	// of its namespace.
+	podMirror, warnings *mirror
 	// seen are the job's pods seen, by uid; attempts the attempt each pod
 	// failed in; noticed the keys of the failures noticed; scanned the
 	// containers whose logs are read for failed setup commands (scans).
@@ -84,62 +81,62 @@ func (r *reading) get() *unstructured.Unstructured {
 	return r.obj
 }
 
-// watchFailures opens watches of the pods of a job (as its follower last
-// read it) and of the Warning events about them, on the cluster that holds
-// them (on), and then, until ctx ends, notices each failure they show: a
-// pod that fails once the follower has read the job is seen, however soon
-// it is deleted. Without a watch (not allowed, say), it notices nothing.
+// watchFailures mirrors the pods of a job (as its follower last read it)
+// and the Warning events about them, on the cluster that holds them (on),
+// and then, until ctx ends, notices each failure they show: the pods are
+// listed before it returns, and watched from that list, so a pod that
+// fails once the follower has read the job is seen, however soon it is
+// deleted. It gives the mirror of the pods, which the follower reads them
+// from; nil when they cannot be listed (not allowed, say), and then it
+// notices nothing.
 //
 // It also reads the start of the log of each pod's training container, as
 // it starts, for the setup commands that failed there, which it notices
 // too; scans counts those reads.
-func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), scans *atomic.Int64) {
+func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), scans *atomic.Int64) *mirror {
 	obj := job.get()
+	k := kindOf(obj)
 	w := &failures{client: c, pods: on, job: job, notice: notice, seen: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{},
-		scanned: map[string]bool{}, scans: scans, read: map[int]int{}}
-	var err error
-	w.podEvents, err = on.lastingWatch(ctx, pods, obj.GetNamespace(), metav1.ListOptions{LabelSelector: kindOf(obj).selector(obj.GetName())})
-	if err != nil {
-		return
+		scanned: map[string]bool{}, scans: scans, read: map[int]int{},
+		podMirror: &mirror{lw: on.podObjects(obj.GetNamespace()), opts: metav1.ListOptions{LabelSelector: k.selector(obj.GetName())},
+			keep: func(pod metav1.Object) bool { return k.owns(obj, pod) }, changes: make(chan change, 64)},
+		// Events are a help: the node controller says in them alone that
+		// a pod's node stopped answering.
+		warnings: &mirror{lw: on.objects(events, obj.GetNamespace()), opts: metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning},
+			changes: make(chan change, 64)},
 	}
-	// Events are a help: the node controller says in them alone that a
-	// pod's node stopped answering.
-	w.warnings, err = on.lastingWatch(ctx, events, obj.GetNamespace(), metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
-	if err != nil {
-		w.warnings = &lasting{current: watch.NewEmptyWatch()}
+	// What the user may not read is not asked again.
+	again := func(err error) bool { return !apierrors.IsForbidden(err) }
+	if w.podMirror.start(ctx, again) != nil {
+		return nil
 	}
+	go w.warnings.run(ctx, again, nil)
 	go w.run(ctx)
+	return w.podMirror
 }
 
 func (w *failures) run(ctx context.Context) {
-	defer w.podEvents.stop()
-	defer w.warnings.stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case event, ok := <-w.podEvents.current.ResultChan():
-			w.podEvent(ctx, event, ok)
-		case event, ok := <-w.warnings.current.ResultChan():
-			if !ok {
-				w.warnings.reopen(ctx)
-				continue
-			}
-			// A warning is about a pod: the pods' events at hand are read
-			// first, so that a pod told on both watches is known by then.
+		case c := <-w.podMirror.changes:
+			w.podChanged(ctx, c)
+		case c := <-w.warnings.changes:
+			// A warning is about a pod: the pods' changes at hand are read
+			// first, so that a pod told of by both is known by then.
 		pending:
 			for {
 				select {
-				case event, ok := <-w.podEvents.current.ResultChan():
-					if !w.podEvent(ctx, event, ok) {
-						break pending
-					}
+				case p := <-w.podMirror.changes:
+					w.podChanged(ctx, p)
 				default:
 					break pending
 				}
 			}
 			var e corev1.Event
-			if w.warnings.seen(event, &e) && e.InvolvedObject.Kind == "Pod" {
+			if obj, ok := c.obj.(*unstructured.Unstructured); ok && !c.deleted &&
+				runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &e) == nil && e.InvolvedObject.Kind == "Pod" {
 				if pod, ours := w.seen[e.InvolvedObject.UID]; ours {
 					if f, ok := failure.FromEvent(&e, pod, w.member(pod)); ok {
 						w.add(ctx, pod, f)
@@ -150,86 +147,13 @@ func (w *failures) run(ctx context.Context) {
 	}
 }
 
-// podEvent reads an event of the pods' watch; false when the watch had
-// ended (it is opened again).
-func (w *failures) podEvent(ctx context.Context, event watch.Event, ok bool) bool {
-	if !ok {
-		w.podEvents.reopen(ctx)
-		return false
+// podChanged takes in a change of the job's pods.
+func (w *failures) podChanged(ctx context.Context, c change) {
+	if pod, ok := c.obj.(*corev1.Pod); ok && !c.deleted {
+		w.seen[pod.UID] = pod
+		w.pod(ctx, pod)
 	}
-	obj := w.job.get()
-	var pod corev1.Pod
-	if w.podEvents.seen(event, &pod) && kindOf(obj).owns(obj, &pod) {
-		w.seen[pod.UID] = &pod
-		w.pod(ctx, &pod)
-	}
-	return true
 }
-
-// lasting is a watch that lasts until its context ends: the client's
-// timeout ends a watch's request (30 s unless --request-timeout says
-// otherwise), and the API server ends one now and then; it is opened again
-// from the last version seen, or anew when that version is gone.
-type lasting struct {
-	open    func(version string) (watch.Interface, error)
-	current watch.Interface
-	// version is the resourceVersion of the last object seen.
-	version string
-}
-
-// lastingWatch opens a lasting watch of a resource in a namespace.
-func (c *Client) lastingWatch(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions) (*lasting, error) {
-	l := &lasting{open: func(version string) (watch.Interface, error) {
-		o := opts
-		o.ResourceVersion, o.AllowWatchBookmarks = version, true
-		return c.Dynamic.Resource(resource).Namespace(namespace).Watch(ctx, o)
-	}}
-	var err error
-	l.current, err = l.open("")
-	return l, err
-}
-
-// reopen opens the watch again once it has ended, a second after each try
-// that fails, until ctx ends.
-func (l *lasting) reopen(ctx context.Context) {
-	l.current.Stop()
-	for ctx.Err() == nil {
-		w, err := l.open(l.version)
-		if err == nil {
-			l.current = w
-			return
-		}
-		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-			l.version = ""
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-	l.current = watch.NewEmptyWatch()
-}
-
-// seen reads the object of an event that adds or changes it into into, and
-// keeps its version; an error event (its version is gone) has the watch
-// opened anew.
-func (l *lasting) seen(event watch.Event, into any) bool {
-	if event.Type == watch.Error {
-		l.version = ""
-		l.current.Stop()
-		return false
-	}
-	obj, ok := event.Object.(*unstructured.Unstructured)
-	if !ok {
-		return false
-	}
-	l.version = obj.GetResourceVersion()
-	return (event.Type == watch.Added || event.Type == watch.Modified) &&
-		runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into) == nil
-}
-
-func (l *lasting) stop() { l.current.Stop() }
 
 // pod notices the failures a pod shows, and once its training container
 // has started, the setup commands that fail in it.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/torchwrap/generator/pkg/failure"
@@ -32,7 +33,7 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notic
 	var last Status
 	misses := 0
 	for {
-		s, obj, err := c.reading(ctx, ref)
+		s, obj, err := c.reading(ctx, ref, n)
 		var unreachable Unreachable
 		switch {
 		case ctx.Err() != nil:
@@ -74,10 +75,12 @@ type noticing struct {
 	// the watch reads too (nil until the first reading).
 	noticed chan Noticed
 	job     *reading
-	// watching is the cluster whose pods are watched, and unwatch ends
-	// that watch: a MultiKueue manager's job is watched on the manager
-	// until it is dispatched, then on its worker.
+	// watching is the cluster whose pods are watched, pods their mirror
+	// (nil when they could not be listed), and unwatch ends that watch: a
+	// MultiKueue manager's job is watched on the manager until it is
+	// dispatched, then on its worker.
 	watching *Client
+	pods     *mirror
 	unwatch  context.CancelFunc
 	// latest is the last attempt that failures were noticed in; seen the
 	// first failure a reading showed, for when none was noticed.
@@ -111,7 +114,7 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 		var watching context.Context
 		watching, n.unwatch = context.WithCancel(ctx)
 		n.watching = s.holder
-		n.client.watchFailures(watching, s.holder, n.job, func(x Noticed) {
+		n.pods = n.client.watchFailures(watching, s.holder, n.job, func(x Noticed) {
 			select {
 			case n.noticed <- x:
 			case <-ctx.Done():
@@ -151,6 +154,20 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 		}
 	}
 	return nil
+}
+
+// podsOf reads the pods of the job on the cluster on, from the mirror of
+// them once it has listed them; else, as without a follower (n nil), it
+// lists them.
+func (n *noticing) podsOf(ctx context.Context, on *Client, obj *unstructured.Unstructured) ([]corev1.Pod, error) {
+	if n == nil || n.pods == nil || n.watching != on {
+		return on.podsOf(ctx, obj)
+	}
+	objects, synced := n.pods.now(ctx)
+	if !synced {
+		return on.podsOf(ctx, obj)
+	}
+	return podsIn(objects), nil
 }
 
 // settle waits a while (noticeGrace) for the reads of setup commands

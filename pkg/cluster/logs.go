@@ -165,7 +165,7 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 	var last Status
 	misses := 0
 	for round := 0; ; round++ {
-		s, obj, podList, err := c.logRound(ctx, req.Ref)
+		s, obj, podList, err := c.logRound(ctx, req.Ref, n)
 		var unreachable Unreachable
 		switch {
 		case ctx.Err() != nil:
@@ -215,9 +215,9 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 }
 
 // logRound reads the job, its pods (which the user must be allowed to
-// list), where they are (holder), and its status, whose holder reads their
-// logs.
-func (c *Client) logRound(ctx context.Context, ref Ref) (Status, *unstructured.Unstructured, []corev1.Pod, error) {
+// list; from what a follower's n mirrors of them, else listed), where they
+// are (holder), and its status, whose holder reads their logs.
+func (c *Client) logRound(ctx context.Context, ref Ref, n *noticing) (Status, *unstructured.Unstructured, []corev1.Pod, error) {
 	obj, err := c.get(ctx, ref)
 	if err != nil {
 		return Status{}, nil, nil, err
@@ -232,7 +232,7 @@ func (c *Client) logRound(ctx context.Context, ref Ref) (Status, *unstructured.U
 	if err != nil {
 		return Status{}, nil, nil, fmt.Errorf("the %s runs on a MultiKueue worker cluster: %w", ref, err)
 	}
-	podList, err := on.podsOf(ctx, obj)
+	podList, err := n.podsOf(ctx, on, obj)
 	switch {
 	case err == nil:
 	case on.Unreached(err) != nil:

@@ -195,7 +195,7 @@ func (c *Client) Status(ctx context.Context, ref Ref) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	s, podList, wl, err := c.read(ctx, obj)
+	s, podList, wl, err := c.read(ctx, obj, nil)
 	if err != nil {
 		return s, err
 	}
@@ -258,13 +258,14 @@ func (c *Client) story(obj *unstructured.Unstructured, podList []corev1.Pod, s *
 }
 
 // reading reads the picture of a job as Status does, without its events:
-// what Follow reads every few seconds; and the job.
-func (c *Client) reading(ctx context.Context, ref Ref) (Status, *unstructured.Unstructured, error) {
+// what Follow reads every few seconds, its pods from what n mirrors; and
+// the job.
+func (c *Client) reading(ctx context.Context, ref Ref, n *noticing) (Status, *unstructured.Unstructured, error) {
 	obj, err := c.get(ctx, ref)
 	if err != nil {
 		return Status{}, nil, err
 	}
-	s, _, _, err := c.read(ctx, obj)
+	s, _, _, err := c.read(ctx, obj, n)
 	return s, obj, err
 }
 
@@ -292,8 +293,9 @@ func (c *Client) get(ctx context.Context, ref Ref) (*unstructured.Unstructured, 
 // read reads the picture of a job read from the cluster, from its pods and
 // Workload (given with it), and its place in the queue. The pods are read
 // where they are (holder): for a job a MultiKueue manager dispatched, on
-// its worker cluster, with the state of the job's copy there.
-func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured) (Status, []corev1.Pod, *workload, error) {
+// its worker cluster, with the state of the job's copy there; from what
+// a follower's n mirrors of them, else listed.
+func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured, n *noticing) (Status, []corev1.Pod, *workload, error) {
 	var notes []string
 	wl, err := c.workloadOf(ctx, obj)
 	if err := c.note(&notes, "its Kueue Workload", err); err != nil {
@@ -303,7 +305,7 @@ func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured) (Stat
 	var podList []corev1.Pod
 	podsRead := false
 	if err == nil {
-		podList, err = on.podsOf(ctx, obj)
+		podList, err = n.podsOf(ctx, on, obj)
 		podsRead = err == nil
 		if err := on.note(&notes, "its pods", err); err != nil {
 			worker.Unread = err.Error()

@@ -190,8 +190,10 @@ func (f Fake) Clients(t testing.TB) (*dynamicfake.FakeDynamicClient, *discoveryf
 // server's core/v1 would (cluster.PodSource).
 type Pods struct{ Dynamic dynamic.Interface }
 
+var pods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
 func (p Pods) Pods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {
-	list, err := p.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(namespace).List(ctx, opts)
+	list, err := p.Dynamic.Resource(pods).Namespace(namespace).List(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

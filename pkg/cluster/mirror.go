@@ -1,0 +1,380 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// listWatch lists and watches objects of one resource in one namespace;
+// typed, when not nil, reads the objects of a watch's events as list
+// gives them.
+type listWatch struct {
+	list  func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error)
+	watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	typed func(*unstructured.Unstructured) (metav1.Object, error)
+}
+
+// objects lists and watches a resource with the dynamic client.
+func (c *Client) objects(resource schema.GroupVersionResource, namespace string) listWatch {
+	client := c.Dynamic.Resource(resource).Namespace(namespace)
+	return listWatch{
+		list: func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+			list, err := client.List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]metav1.Object, len(list.Items))
+			for i := range list.Items {
+				out[i] = &list.Items[i]
+			}
+			return out, list.GetResourceVersion(), nil
+		},
+		watch: client.Watch,
+	}
+}
+
+// podObjects lists pods with the PodSource, and watches them with the
+// dynamic client (an event is one pod), as *corev1.Pod.
+func (c *Client) podObjects(namespace string) listWatch {
+	lw := c.objects(pods, namespace)
+	lw.list = func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+		list, err := c.listPods(ctx, namespace, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		out := make([]metav1.Object, len(list.Items))
+		for i := range list.Items {
+			out[i] = &list.Items[i]
+		}
+		return out, list.ResourceVersion, nil
+	}
+	lw.typed = func(obj *unstructured.Unstructured) (metav1.Object, error) {
+		pod := &corev1.Pod{}
+		return pod, runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod)
+	}
+	return lw
+}
+
+// mirror keeps the objects that a list and a watch select in a namespace
+// as the cluster has them (by name), and hands each change on: it lists them, then watches them
+// from that list, opening the watch again from the last version seen when
+// it ends (the client's request timeout, the API server's own), and
+// listing them again when that version is gone. A follower reads a job's
+// pods from it instead of listing them every few seconds, and notices its
+// failures in its changes.
+type mirror struct {
+	lw   listWatch
+	opts metav1.ListOptions
+	// keep selects the objects kept; the others are taken for deleted.
+	keep func(metav1.Object) bool
+	// changes, when not nil, receives each object listed, changed or
+	// deleted, in order.
+	changes chan change
+	// asks are the readers' questions to the goroutine that keeps it (see
+	// now).
+	asks chan chan []metav1.Object
+
+	mu      sync.Mutex
+	objects map[string]metav1.Object
+	synced  bool
+}
+
+// change is an object of a mirror listed or changed, or deleted; one
+// without an object says that the objects were all listed.
+type change struct {
+	deleted bool
+	obj     metav1.Object
+}
+
+// errRelist is a watch whose version is gone: the objects are listed again.
+var errRelist = errors.New("the watch's version is gone")
+
+// started is a mirror's objects listed and their watch open.
+type started struct {
+	items   []metav1.Object
+	version string
+	watch   watch.Interface
+}
+
+// begin lists the objects and opens their watch from that list.
+func (m *mirror) begin(ctx context.Context) (*started, error) {
+	items, version, err := m.lw.list(ctx, m.opts)
+	if err != nil {
+		return nil, err
+	}
+	w, err := m.open(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	return &started{items: items, version: version, watch: w}, nil
+}
+
+// open opens the watch from a version; errRelist when it is gone.
+func (m *mirror) open(ctx context.Context, version string) (watch.Interface, error) {
+	opts := m.opts
+	opts.ResourceVersion, opts.AllowWatchBookmarks = version, true
+	w, err := m.lw.watch(ctx, opts)
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return nil, errRelist
+	}
+	return w, err
+}
+
+// start lists the objects and opens their watch, then keeps the mirror in
+// the background (run): whatever changes once start has returned is seen.
+// The error is the list's or the watch's.
+func (m *mirror) start(ctx context.Context, again func(error) bool) error {
+	m.asks = make(chan chan []metav1.Object)
+	s, err := m.begin(ctx)
+	if err != nil {
+		return err
+	}
+	go m.run(ctx, again, s)
+	return nil
+}
+
+// run keeps the mirror, from what start began (nil: it begins), until ctx
+// ends (its error), or until an error that again does not retry (that
+// error); it retries the others after a second, and longer as they go on.
+func (m *mirror) run(ctx context.Context, again func(error) bool, s *started) error {
+	delay := time.Second
+	for {
+		var err error
+		if s == nil {
+			s, err = m.begin(ctx)
+		}
+		if err == nil {
+			err = m.keepUp(ctx, s)
+			s = nil
+		}
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, errRelist):
+			continue
+		case !again(err):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
+}
+
+// keepUp takes in the objects listed, handing on each (and each gone since
+// the last list), then the watch's events, opening it again when it ends,
+// until an error.
+func (m *mirror) keepUp(ctx context.Context, s *started) error {
+	listed := map[string]metav1.Object{}
+	for _, obj := range s.items {
+		if m.keep == nil || m.keep(obj) {
+			listed[obj.GetName()] = obj
+		}
+	}
+	m.mu.Lock()
+	gone := m.objects
+	m.objects, m.synced = listed, true
+	m.mu.Unlock()
+	for name, obj := range gone {
+		if _, ok := listed[name]; !ok && !m.hand(ctx, change{deleted: true, obj: obj}) {
+			s.watch.Stop()
+			return ctx.Err()
+		}
+	}
+	for _, obj := range s.items {
+		if _, ok := listed[obj.GetName()]; ok && !m.hand(ctx, change{obj: obj}) {
+			s.watch.Stop()
+			return ctx.Err()
+		}
+	}
+	if !m.hand(ctx, change{}) {
+		s.watch.Stop()
+		return ctx.Err()
+	}
+	w, version := s.watch, s.version
+	for {
+		var err error
+		if version, err = m.follow(ctx, w, version); err != nil {
+			return err
+		}
+		if w, err = m.open(ctx, version); err != nil {
+			return err
+		}
+	}
+}
+
+// follow takes in a watch's events until it ends, answering the readers'
+// questions meanwhile, and gives the version seen last; the error is
+// errRelist when that version is gone, ctx's when it ended first.
+func (m *mirror) follow(ctx context.Context, w watch.Interface, version string) (string, error) {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return version, ctx.Err()
+		case event, ok := <-w.ResultChan():
+			if err := m.take(ctx, event, ok, &version); err != nil {
+				return version, err
+			}
+			if !ok {
+				return version, nil
+			}
+		case reply := <-m.asks:
+			// Every change the watch has delivered is taken in first.
+			for delivered := true; delivered; {
+				select {
+				case event, ok := <-w.ResultChan():
+					if err := m.take(ctx, event, ok, &version); err != nil || !ok {
+						reply <- m.snapshot()
+						return version, err
+					}
+				default:
+					delivered = false
+				}
+			}
+			reply <- m.snapshot()
+		}
+	}
+}
+
+// take takes in an event of the watch (ok false when it ended), and keeps
+// its version.
+func (m *mirror) take(ctx context.Context, event watch.Event, ok bool, version *string) error {
+	if !ok {
+		return nil
+	}
+	if event.Type == watch.Error {
+		return errRelist
+	}
+	obj, isObject := event.Object.(metav1.Object)
+	if !isObject {
+		return nil
+	}
+	*version = obj.GetResourceVersion()
+	if event.Type == watch.Bookmark {
+		return nil
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok && m.lw.typed != nil {
+		var err error
+		if obj, err = m.lw.typed(u); err != nil {
+			return nil // not one of them
+		}
+	}
+	c := change{obj: obj, deleted: event.Type == watch.Deleted || m.keep != nil && !m.keep(obj)}
+	m.mu.Lock()
+	if c.deleted {
+		delete(m.objects, obj.GetName())
+	} else {
+		m.objects[obj.GetName()] = obj
+	}
+	m.mu.Unlock()
+	if !m.hand(ctx, c) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// hand hands a change on; false when ctx ended first.
+func (m *mirror) hand(ctx context.Context, c change) bool {
+	if m.changes == nil {
+		return true
+	}
+	select {
+	case m.changes <- c:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// askWait is how long a reader waits for the goroutine that keeps a mirror
+// to answer, before it takes what the mirror holds as it is: the
+// goroutine is listing again, or opening the watch again.
+const askWait = time.Second
+
+// now are the objects the mirror holds once it has taken in every change
+// its watch has delivered, by name; false before it has listed them.
+func (m *mirror) now(ctx context.Context) ([]metav1.Object, bool) {
+	reply := make(chan []metav1.Object, 1)
+	select {
+	case m.asks <- reply:
+		select {
+		case objects := <-reply:
+			return objects, true
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
+	case <-time.After(askWait):
+	}
+	return m.kept()
+}
+
+// kept are the objects the mirror holds, by name, and whether it has
+// listed them yet.
+func (m *mirror) kept() ([]metav1.Object, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sorted(), m.synced
+}
+
+// snapshot is kept's objects, for the goroutine that keeps the mirror.
+func (m *mirror) snapshot() []metav1.Object {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sorted()
+}
+
+func (m *mirror) sorted() []metav1.Object {
+	out := slices.Collect(maps.Values(m.objects))
+	slices.SortFunc(out, func(a, b metav1.Object) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out
+}
+
+// drain waits until none is left of the objects that opts select and that
+// stillThere keeps. It gives the objects left when it stops early, and
+// why: ctx's error, or the cluster's.
+func (lw listWatch) drain(ctx context.Context, opts metav1.ListOptions, stillThere func(metav1.Object) bool) ([]metav1.Object, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := &mirror{lw: lw, opts: opts, keep: stillThere, changes: make(chan change)}
+	ended := make(chan error, 1)
+	go func() { ended <- m.run(ctx, func(error) bool { return false }, nil) }()
+	for {
+		if left, synced := m.kept(); synced && len(left) == 0 {
+			return nil, nil
+		}
+		select {
+		case <-m.changes:
+		case err := <-ended:
+			left, _ := m.kept()
+			return left, err
+		}
+	}
+}
+
+// podsIn are the pods among a mirror's objects.
+func podsIn(objects []metav1.Object) []corev1.Pod {
+	out := make([]corev1.Pod, 0, len(objects))
+	for _, obj := range objects {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			out = append(out, *pod)
+		}
+	}
+	return out
+}
