@@ -73,6 +73,10 @@ type counting struct {
 	next http.RoundTripper
 }
 
+// WrappedRoundTripper is the transport it counts for: client-go finds
+// there what cancels a request.
+func (c counting) WrappedRoundTripper() http.RoundTripper { return c.next }
+
 func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := APIRequest{Method: req.Method, Host: req.URL.Host, URL: req.URL.RequestURI(), Sent: max(req.ContentLength, 0), Started: time.Now()}
 	resp, err := c.next.RoundTrip(req)

@@ -90,6 +90,40 @@ func TestCheckAQueueThatDoesNotExist(t *testing.T) {
 	}, check(t, clustertest.Fake{}, helloworld+"queueName: reserch\n"))
 }
 
+// A queue Kueue holds (stopPolicy, on the LocalQueue or its ClusterQueue)
+// admits nothing until an administrator resumes it: a warning, since the
+// job may wait for that.
+func TestCheckAStoppedQueue(t *testing.T) {
+	queues := `
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: held, namespace: ml}
+spec: {clusterQueue: cluster-queue, stopPolicy: Hold}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata: {name: drained, namespace: ml}
+spec: {clusterQueue: drained-cq}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: drained-cq}
+spec:
+  stopPolicy: HoldAndDrain
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: gpu
+      resources: [{name: cpu, nominalQuota: 512}, {name: memory, nominalQuota: 4Ti}, {name: nvidia.com/gpu, nominalQuota: 32}]
+`
+	require.Equal(t, []string{
+		`settings.yaml:6:12: warning: queueName: LocalQueue "held" is stopped (stopPolicy: Hold): Kueue admits nothing from it until an administrator resumes it`,
+	}, check(t, clustertest.Fake{Objects: queues}, helloworld+"queueName: held\n"))
+	require.Equal(t, []string{
+		`settings.yaml:6:12: warning: queueName: ClusterQueue "drained-cq" (behind LocalQueue "drained") is stopped (stopPolicy: HoldAndDrain): Kueue admits nothing from it until an administrator resumes it`,
+	}, check(t, clustertest.Fake{Objects: queues}, helloworld+"queueName: drained\n"))
+}
+
 func TestCheckAJobLargerThanTheQuota(t *testing.T) {
 	require.Equal(t, []string{
 		`settings.yaml:4:16: numGpusPerPod: the job requests 64 nvidia.com/gpu in all (8 pods × 8), but ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") can grant at most 32 (nominal 32, no borrowing): Kueue will never admit it; ask for less, or name a LocalQueue of a larger ClusterQueue`,

@@ -49,6 +49,9 @@ func (k *checker) queue(ctx context.Context) {
 		k.unchecked(path, fmt.Sprintf("LocalQueue %q %s", name, where(k.namespace)), "LocalQueue", err)
 		return
 	}
+	if stop, _, _ := unstructured.NestedString(lq.Object, "spec", "stopPolicy"); stop != "" && stop != "None" {
+		k.add(diag.Warning, path, "LocalQueue %q is stopped (stopPolicy: %s): Kueue admits nothing from it until an administrator resumes it", name, stop)
+	}
 	cqName, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
 	cq, err := k.get(ctx, clusterQueues, "", cqName)
 	behind := fmt.Sprintf("ClusterQueue %q (behind LocalQueue %q)", cqName, name)
