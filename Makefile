@@ -8,7 +8,7 @@ HARNESS  = testdata/harness
 EDITOR_TEST = testdata/editor
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
-.PHONY: build run test integration e2e e2e-local e2e-cluster sim-cluster sim-deps prebuild cross fuzz bench bench-list golden generate lint fmt dist
+.PHONY: build run test integration e2e e2e-local e2e-cluster sim-cluster sim-deps prebuild cross fuzz bench bench-list bench-scale golden generate lint fmt dist
 
 ## build: the generator binary, in bin/
 build:
@@ -112,6 +112,14 @@ bench:
 ## of make sim-cluster (BENCHMARKS.md records the results; needs root)
 bench-list: sim-deps
 	bash .ci/bench-list
+
+## bench-scale: what each command costs (time, requests, bytes, memory) as
+## a job grows from 1 to 1,024 pods and a namespace from 10 to 5,000 jobs,
+## beside kubectl, in the simulated cluster; BEFORE=COMMIT measures that
+## commit's generator too (BENCHMARKS.md records the results; needs root and
+## about an hour)
+bench-scale: sim-deps
+	bash .ci/bench-scale
 
 ## golden: rewrite the expected files of the tests (the ones inside the
 ## scripts of cmd/generator/testdata/script too) and the files generated from

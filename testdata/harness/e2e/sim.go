@@ -208,9 +208,16 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 	}
 
 	kc := c.Kubeconfig
+	trainingLog := filepath.Join(dir, "kwok-logs", "training.log")
+	if err := os.MkdirAll(filepath.Dir(trainingLog), 0o755); err != nil {
+		return err
+	}
+	if err := writeTrainingLog(trainingLog, TrainingLogLines); err != nil {
+		return err
+	}
 	files := map[string]string{
 		"scheduler.yaml":   fmt.Sprintf(schedulerConfig, kc),
-		"kwok-stages.yaml": kwokStages,
+		"kwok-stages.yaml": kwokStages + fmt.Sprintf(kwokLogs, trainingLog),
 		"jobset.yaml":      fmt.Sprintf(jobSetConfig, jobSetHealth, jobSetWebhook, filepath.Join(dir, "certs")),
 		"trainer.yaml":     fmt.Sprintf(trainerConfig, trainerHealth, trainerWebhook),
 	}
@@ -288,11 +295,17 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 		{"kwok", nil, b.Kwok, []string{"--kubeconfig=" + kc,
 			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 			"--config=" + filepath.Join(dir, "kwok-stages.yaml"),
-			fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort), "--node-ip=10.200.0.1", "--cidr=10.244.0.1/16"}},
+			// The API server reaches kwok's server as the fake nodes'
+			// kubelet (their address and port), for their pods' logs.
+			fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort), fmt.Sprintf("--node-port=%d", kwokPort),
+			"--node-ip=127.0.0.1", "--cidr=10.244.0.1/16"}},
 		{"appwrapper", append(env, "NAMESPACE=appwrapper-system"), "unshare", privateMount([]bind{{webhookCerts["appwrapper"], "/tmp/k8s-webhook-server"}}, b.AppWrapper,
 			"--config=appwrapper-operator-config")},
 		{"training-operator", append(env, "MY_POD_NAMESPACE=kubeflow"), "unshare", privateMount([]bind{{webhookCerts["training-operator"], "/tmp/k8s-webhook-server"}}, b.TrainingOperator,
 			"--enable-scheme=pytorchjob",
+			// It makes (and on a hold deletes) a PyTorchJob's pods and
+			// Services at 100 a second, not 20.
+			"--kube-api-qps=100", "--kube-api-burst=200",
 			fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", toMetrics),
 			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", toHealth),
 			fmt.Sprintf("--webhook-server-port=%d", toWebhook))},
@@ -411,7 +424,9 @@ func (c *Cluster) startControllerManager(b SimBinaries, port int, more ...string
 	// two cores with the process nodes' PyTorch and run --local: a node is
 	// taken for lost after 3 minutes without one, not 40 s, lest a busy
 	// minute mark every fake node NotReady under a running job.
-	args := append(c.serving(port), "--kubeconfig="+c.Kubeconfig,
+	// Its garbage collector deletes the pods of a job deleted or held at
+	// 100 a second, not 20: a job of a thousand pods goes in seconds.
+	args := append(c.serving(port), "--kubeconfig="+c.Kubeconfig, "--kube-api-qps=100", "--kube-api-burst=200",
 		"--leader-elect=false", "--use-service-account-credentials=false", "--node-monitor-grace-period=3m",
 		"--service-account-private-key-file="+filepath.Join(c.dir, "sa.key"),
 		"--root-ca-file="+c.caFile())

@@ -75,6 +75,7 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("topology", s.topology)
 			t.Run("accelerators", s.accelerators)
 			t.Run("multikueue", s.multiKueue)
+			t.Run("scale", s.scale)
 		})
 	})
 	// Alone, once the others are done: the cluster's profile binds every
@@ -119,6 +120,13 @@ type result struct {
 // generator cannot run or runs for more than 5 minutes.
 func (s *sim) generate(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return s.generateWith(t, nil, dir, args...)
+}
+
+// generateWith runs the generator as generate does, with more variables in
+// its environment.
+func (s *sim) generateWith(t *testing.T, env []string, dir string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	replacer := strings.NewReplacer("ADMIN", s.cluster.Kubeconfig, "RESEARCHER", s.researcher)
@@ -128,7 +136,7 @@ func (s *sim) generate(t *testing.T, dir string, args ...string) result {
 	}
 	cmd := exec.CommandContext(ctx, s.generator, replaced...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig, "KUBECACHEDIR="+t.TempDir(), "XDG_CACHE_HOME="+s.cache)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig, "KUBECACHEDIR="+t.TempDir(), "XDG_CACHE_HOME="+s.cache), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
