@@ -56,6 +56,9 @@ func noticed(n cluster.Noticed) string {
 	if n.Setup != nil {
 		return n.Setup.Tell(n.Attempt, n.Of)
 	}
+	if n.More {
+		return failure.TellMore(n.Attempt, n.Of)
+	}
 	text := failure.Tell(n.Attempt, n.Of, n.Failure)
 	if n.NotKept != nil {
 		text += "\n  (not kept on this machine: " + n.NotKept.Error() + ")"

@@ -31,6 +31,9 @@ type Noticed struct {
 	// Setup, instead of a failure, is a setup command that failed in a pod
 	// whose launch went on (or stopped, under setupErrexit); not kept.
 	Setup *failure.SetupError
+	// More is a failure beyond the first few of its attempt (see
+	// noticing.add): it stands for them all, which are kept, not told.
+	More bool
 }
 
 // tailLines is how much of a failed container's log is read for its cause:
@@ -51,12 +54,14 @@ type failures struct {
 	podMirror, warnings *mirror
 	// seen are the job's pods seen, by uid; attempts the attempt each pod
 	// failed in; noticed the keys of the failures noticed; scanned the
-	// containers whose logs are read for failed setup commands (scans).
+	// containers whose logs are read for failed setup commands; busy
+	// counts the work under way: the changes of the mirrors not yet taken
+	// in, and those reads.
 	seen     map[types.UID]*corev1.Pod
 	attempts map[types.UID]int
 	noticed  map[string]bool
 	scanned  map[string]bool
-	scans    *atomic.Int64
+	busy     *atomic.Int64
 	// read counts the failures of each attempt whose log's last lines
 	// were read: when many pods fail at once, the first few say why.
 	read map[int]int
@@ -92,18 +97,19 @@ func (r *reading) get() *unstructured.Unstructured {
 //
 // It also reads the start of the log of each pod's training container, as
 // it starts, for the setup commands that failed there, which it notices
-// too; scans counts those reads.
-func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), scans *atomic.Int64) *mirror {
+// too. busy counts the work under way, so that a follower may wait for it
+// once the job has finished.
+func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), busy *atomic.Int64) *mirror {
 	obj := job.get()
 	k := kindOf(obj)
 	w := &failures{client: c, pods: on, job: job, notice: notice, seen: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{},
-		scanned: map[string]bool{}, scans: scans, read: map[int]int{},
+		scanned: map[string]bool{}, busy: busy, read: map[int]int{},
 		podMirror: &mirror{lw: on.podObjects(obj.GetNamespace()), opts: metav1.ListOptions{LabelSelector: k.selector(obj.GetName())},
-			keep: func(pod metav1.Object) bool { return k.owns(obj, pod) }, changes: make(chan change, 64)},
+			keep: func(pod metav1.Object) bool { return k.owns(obj, pod) }, changes: make(chan change, 64), handed: busy},
 		// Events are a help: the node controller says in them alone that
 		// a pod's node stopped answering.
 		warnings: &mirror{lw: on.objects(events, obj.GetNamespace()), opts: metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning},
-			changes: make(chan change, 64)},
+			changes: make(chan change, 64), handed: busy},
 	}
 	// What the user may not read is not asked again.
 	again := func(err error) bool { return !apierrors.IsForbidden(err) }
@@ -119,9 +125,12 @@ func (w *failures) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			// What was handed on and will not be taken in is not under way.
+			w.busy.Add(-int64(len(w.podMirror.changes) + len(w.warnings.changes)))
 			return
 		case c := <-w.podMirror.changes:
 			w.podChanged(ctx, c)
+			w.busy.Add(-1)
 		case c := <-w.warnings.changes:
 			// A warning is about a pod: the pods' changes at hand are read
 			// first, so that a pod told of by both is known by then.
@@ -130,19 +139,27 @@ func (w *failures) run(ctx context.Context) {
 				select {
 				case p := <-w.podMirror.changes:
 					w.podChanged(ctx, p)
+					w.busy.Add(-1)
 				default:
 					break pending
 				}
 			}
-			var e corev1.Event
-			if obj, ok := c.obj.(*unstructured.Unstructured); ok && !c.deleted &&
-				runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &e) == nil && e.InvolvedObject.Kind == "Pod" {
-				if pod, ours := w.seen[e.InvolvedObject.UID]; ours {
-					if f, ok := failure.FromEvent(&e, pod, w.member(pod)); ok {
-						w.add(ctx, pod, f)
-					}
-				}
-			}
+			w.warning(ctx, c)
+			w.busy.Add(-1)
+		}
+	}
+}
+
+// warning takes in a change of the Warning events of the job's namespace.
+func (w *failures) warning(ctx context.Context, c change) {
+	var e corev1.Event
+	obj, ok := c.obj.(*unstructured.Unstructured)
+	if !ok || c.deleted || runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &e) != nil || e.InvolvedObject.Kind != "Pod" {
+		return
+	}
+	if pod, ours := w.seen[e.InvolvedObject.UID]; ours {
+		if f, ok := failure.FromEvent(&e, pod, w.member(pod)); ok {
+			w.add(ctx, pod, f)
 		}
 	}
 }
@@ -169,9 +186,9 @@ func (w *failures) pod(ctx context.Context, pod *corev1.Pod) {
 	}
 	w.scanned[key] = true
 	number, of := attempt(obj), runs(obj)
-	w.scans.Add(1)
+	w.busy.Add(1)
 	go func() {
-		defer w.scans.Add(-1)
+		defer w.busy.Add(-1)
 		w.pods.setupErrors(ctx, pod, sc.container, sc.member, sc.launch, sc.status.State.Running != nil, func(e failure.SetupError) {
 			w.notice(Noticed{Attempt: number, Of: of, Setup: &e})
 		})

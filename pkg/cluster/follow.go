@@ -87,13 +87,15 @@ type noticing struct {
 	latest      failure.Attempt
 	seen        *failure.Failure
 	preemptions map[string]bool
-	// scans counts the watch's reads of logs for failed setup commands
-	// under way.
-	scans atomic.Int64
+	// told counts the failures of each attempt handed on.
+	told map[int]int
+	// busy counts the watch's work under way: the changes it has not taken
+	// in yet, and its reads of logs for failed setup commands.
+	busy atomic.Int64
 }
 
 func (c *Client) noticing(ref Ref, notice func(Noticed)) *noticing {
-	return &noticing{client: c, ref: ref, notice: notice, noticed: make(chan Noticed), preemptions: map[string]bool{}}
+	return &noticing{client: c, ref: ref, notice: notice, noticed: make(chan Noticed), preemptions: map[string]bool{}, told: map[int]int{}}
 }
 
 // read takes in a reading of the job, s its status: the first opens the
@@ -119,7 +121,7 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 			case n.noticed <- x:
 			case <-ctx.Done():
 			}
-		}, &n.scans)
+		}, &n.busy)
 	}
 	if f, ok := preemption(*s); ok && !n.preemptions[f.Key] {
 		n.preemptions[f.Key] = true
@@ -170,15 +172,16 @@ func (n *noticing) podsOf(ctx context.Context, on *Client, obj *unstructured.Uns
 	return podsIn(objects), nil
 }
 
-// settle waits a while (noticeGrace) for the reads of setup commands
-// under way to end, noticing meanwhile: a job that ends soon after its
-// setup is not left before they are told. The error is ctx's when ctx
+// settle waits a while (noticeGrace) for the watch's work under way to
+// end (the changes it has not taken in, the reads of setup commands),
+// noticing meanwhile: a job that ends soon after its setup is not left
+// before they are told. The error is ctx's when ctx
 // ended first.
 func (n *noticing) settle(ctx context.Context) error {
 	grace := time.After(noticeGrace)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for n.scans.Load() > 0 {
+	for n.busy.Load() > 0 {
 		select {
 		case x := <-n.noticed:
 			n.add(x)
@@ -208,6 +211,11 @@ func (n *noticing) wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// add takes in what the watch noticed, and hands it on: each failed setup
+// command, and the first failures of each attempt (as many as are kept
+// with their lines); the first failure after them is handed on as More,
+// and the others not at all: when a thousand pods fail at once, a few say
+// why and the rest are kept.
 func (n *noticing) add(x Noticed) {
 	if x.Setup != nil {
 		n.notice(x)
@@ -218,6 +226,13 @@ func (n *noticing) add(x Noticed) {
 	}
 	if x.Attempt == n.latest.Number {
 		n.latest.Failures = append(n.latest.Failures, x.Failure)
+	}
+	n.told[x.Attempt]++
+	switch told := n.told[x.Attempt]; {
+	case told == failure.WithLines+1:
+		x.More = true
+	case told > failure.WithLines:
+		return
 	}
 	n.notice(x)
 }

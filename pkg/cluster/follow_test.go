@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // timeline plays a job's life: each reading of the job demo (job, of a
@@ -91,6 +95,45 @@ func TestFollowSeesAPodThatFailsBetweenReadings(t *testing.T) {
 	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, "AppWrapper demo: Failed; pod demo-worker-0 (container pytorch) exited 3", last.Line())
+}
+
+// When many pods fail at once, the first few are told, with their lines,
+// then once that more fail; all of them are kept, the root cause among
+// them; and the logs of the first few alone are read.
+func TestFollowTellsTheFirstFailuresOfManyPods(t *testing.T) {
+	start := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	failed := []string{"{phase: Failed}"}
+	for i := range 20 {
+		at := start.Add(time.Duration(20-i) * time.Second).Format(time.RFC3339)
+		name := fmt.Sprintf("demo-worker-%d", i)
+		failed = append(failed, strings.Replace(pod(name, awPods, fmt.Sprintf(`{phase: Failed, containerStatuses: [{name: pytorch,
+  state: {terminated: {exitCode: 1, reason: Error, finishedAt: '%s', message: "worker %d failed"}}}]}`, at, i)), "name: "+name, "name: "+name+", uid: u"+name, 1))
+	}
+	client := cluster(t, timeline(t, appWrapper, []string{"{phase: Running}"}, failed), appWrapper("{}"))
+	client.Poll = time.Millisecond
+	source := &fakeLogs{}
+	client.LogSource = source
+	client.Keeper = &failure.Keeper{Dir: t.TempDir()}
+	var told []string
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(n Noticed) {
+		if n.More {
+			told = append(told, "more")
+		} else {
+			told = append(told, n.Failure.Pod)
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, Failed, last.State)
+	require.Len(t, told, failure.WithLines+1)
+	require.Equal(t, "more", told[failure.WithLines])
+	require.Len(t, source.asked, failure.WithLines, "the logs read")
+	story, err := client.Keeper.Story(failure.Job{Cluster: client.Server, Namespace: "ml", Name: "demo", UID: "aw-uid"})
+	require.NoError(t, err)
+	require.Len(t, story.Attempts, 1)
+	require.Len(t, story.Attempts[0].Failures, 20)
+	root, ok := story.Attempts[0].Root()
+	require.True(t, ok)
+	require.Equal(t, "demo-worker-19", root.Pod, "the first to end")
 }
 
 func TestFollowUntilItSucceeds(t *testing.T) {

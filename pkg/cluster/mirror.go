@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,8 +82,10 @@ type mirror struct {
 	// keep selects the objects kept; the others are taken for deleted.
 	keep func(metav1.Object) bool
 	// changes, when not nil, receives each object listed, changed or
-	// deleted, in order.
+	// deleted, in order; handed, when not nil, counts the changes handed
+	// on and not yet taken in (the receiver counts them down).
 	changes chan change
+	handed  *atomic.Int64
 	// asks are the readers' questions to the goroutine that keeps it (see
 	// now).
 	asks chan chan []metav1.Object
@@ -295,10 +298,16 @@ func (m *mirror) hand(ctx context.Context, c change) bool {
 	if m.changes == nil {
 		return true
 	}
+	if m.handed != nil {
+		m.handed.Add(1)
+	}
 	select {
 	case m.changes <- c:
 		return true
 	case <-ctx.Done():
+		if m.handed != nil {
+			m.handed.Add(-1)
+		}
 		return false
 	}
 }

@@ -118,6 +118,14 @@ func Tell(number, of int, f Failure) string {
 	return b.String()
 }
 
+// TellMore says that more pods fail in an attempt than are told one by
+// one, as a follower says it once, after the first few.
+//
+//	attempt 1 of 4: more pods fail; what each shows is kept: generator status tells the root cause, generator logs --attempt 1 their last lines
+func TellMore(number, of int) string {
+	return attemptOf(number, of) + fmt.Sprintf("more pods fail; what each shows is kept: generator status tells the root cause, generator logs --attempt %d their last lines", number)
+}
+
 // attemptOf begins a line about an attempt: "attempt 2 of 4: ".
 func attemptOf(number, of int) string {
 	if of > 0 {

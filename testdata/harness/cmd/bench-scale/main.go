@@ -88,9 +88,10 @@ func main() {
 	}
 }
 
+// numbers reads a list of numbers ("" for none).
 func numbers(list string) []int {
 	var out []int
-	for _, word := range strings.Split(list, ",") {
+	for _, word := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' }) {
 		n, err := strconv.Atoi(strings.TrimSpace(word))
 		if err != nil {
 			log.Fatalf("%q: not a list of numbers", list)
