@@ -8,7 +8,7 @@ HARNESS  = testdata/harness
 EDITOR_TEST = testdata/editor
 PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 
-.PHONY: build run test integration e2e e2e-local e2e-cluster sim-cluster sim-deps prebuild cross fuzz bench bench-list bench-scale golden generate lint fmt dist
+.PHONY: build run test integration e2e e2e-local e2e-cluster sim-cluster sim-deps prebuild cross fuzz bench bench-scale golden generate lint fmt dist
 
 ## build: the generator binary, in bin/
 build:
@@ -107,11 +107,6 @@ fuzz:
 ## and /usr/bin/time (BENCHMARKS.md records the results; needs a quiet machine)
 bench:
 	bash .ci/bench
-
-## bench-list: generator list of 100 jobs with hyperfine, against the cluster
-## of make sim-cluster (BENCHMARKS.md records the results; needs root)
-bench-list: sim-deps
-	bash .ci/bench-list
 
 ## bench-scale: what each command costs (time, requests, bytes, memory) as
 ## a job grows from 1 to 1,024 pods and a namespace from 10 to 5,000 jobs,

@@ -23,12 +23,15 @@ import (
 // e2e.TrainingLogLines lines, and counts what each command asks of the API
 // server (its API log, cluster.APILogVariable): the requests must not grow
 // with the pods, but for the logs the user asked for, one a pod, each read
-// whole. The time is not asserted (make bench-scale measures it).
+// whole. Watches are counted apart, at most 3 a command: delete watches
+// what is left once it has listed it (the pods may be gone already), and
+// the API server ends a watch when it likes. The time is not asserted
+// (make bench-scale measures it).
 func (s *sim) scale(t *testing.T) {
 	ns := e2e.SimScaleNamespace
 	s.ensureQueue(t, ns, "default-queue")
 	dir := t.TempDir()
-	asked := map[int]map[string]int{}
+	asked := map[int]map[string]map[string]int{}
 	for _, pods := range []int{8, 64} {
 		name := fmt.Sprintf("scale-%d", pods)
 		file := filepath.Join(dir, name+".settings.yaml")
@@ -48,7 +51,7 @@ podAnnotations:
 `, name, ns, pods)), 0o644))
 		require.Zero(t, s.generate(t, dir, "submit", "-f", file).code)
 		s.waitFor(t, ns, name+" running", 3*time.Minute, func() bool { return s.appWrapperPhase(t, ns, name) == "Running" && s.runningPods(t, name) == pods })
-		asked[pods] = map[string]int{}
+		asked[pods] = map[string]map[string]int{}
 		for _, c := range []struct {
 			command string
 			args    []string
@@ -62,14 +65,20 @@ podAnnotations:
 			command := c.command
 			r, requests := s.counted(t, dir, c.args...)
 			require.Zero(t, r.code, "generator %s:\n%s", strings.Join(c.args, " "), r.stderr)
-			logs := 0
+			logs, watches := 0, 0
+			asked[pods][command] = map[string]int{}
 			for _, req := range requests {
-				if path, _, _ := strings.Cut(req.URL, "?"); strings.HasSuffix(path, "/log") {
+				path, query, _ := strings.Cut(req.URL, "?")
+				switch {
+				case strings.HasSuffix(path, "/log"):
 					logs++
-				} else {
-					asked[pods][command]++
+				case strings.Contains(query, "watch=true"):
+					watches++
+				default:
+					asked[pods][command][req.Method+" "+strings.ReplaceAll(path, name, "NAME")]++
 				}
 			}
+			require.LessOrEqual(t, watches, 3, "the watches of %s", command)
 			switch strings.Fields(command)[0] {
 			case "logs":
 				// Every line of every pod, each pod's log asked once.
@@ -81,7 +90,7 @@ podAnnotations:
 			default:
 				require.Zero(t, logs, "%s reads no log", command)
 			}
-			t.Logf("%s of %d pods: %d requests (and %d for logs)", command, pods, asked[pods][command], logs)
+			t.Logf("%s of %d pods: %d requests (and %d for logs)", command, pods, len(requests)-logs, logs)
 		}
 	}
 	require.Equal(t, asked[8], asked[64], "the requests of each command, but for the logs, with 8 pods and with 64")
