@@ -27,6 +27,7 @@ func newLogs(s Streams) *cobra.Command {
 	var req cluster.LogRequest
 	var rank, attempt int
 	var tail int64
+	var outage time.Duration
 	cmd := &cobra.Command{
 		Use:   "logs NAME [-n NAMESPACE] | logs --values settings.yaml [--role ROLE | --rank N] [-c CONTAINER] [-f]",
 		Short: "Show the logs of all the pods of a submitted job",
@@ -49,7 +50,10 @@ cannot be pulled), and with -f waits for them. Following, it says each
 failure of a pod as it happens, on standard error: the attempt, the pod's
 role, the container, how it ended, and the lines of its log that say why
 (the rank torchrun found failing first, and its traceback), and keeps them
-on this machine.
+on this machine. When the cluster cannot be reached, -f says so once and
+goes on trying for --outage; once the cluster answers again, each log is
+taken up where it stopped, no line lost or said twice, and a pod that
+replaced another meanwhile from its start.
 
 --attempt N prints what was kept of attempt N (1 for the first run, 2 after
 the first retry) once its pods are gone: the last lines of each pod that
@@ -64,7 +68,8 @@ Name the job as status does, or give its settings with --values (-f is
 Exit codes: 0 when the logs were shown (with -f, when the job succeeded), 1
 when there is no such job, you may not read its pods or their logs, or (with
 -f) the job failed, 2 for a wrong command line, 3 when the cluster cannot be
-reached, 130 when Ctrl-C stopped following.`,
+reached (with -f, for longer than --outage), 130 when Ctrl-C stopped
+following.`,
 		Example: `  generator logs llama-8b -n team-a
   generator logs llama-8b --role worker-1 --tail 100
   generator logs llama-8b -f --rank 0 --timestamps
@@ -87,6 +92,9 @@ reached, 130 when Ctrl-C stopped following.`,
 			case flags.Changed("attempt") && (req.Follow || req.Previous || req.Since > 0 || req.Timestamps || req.Container != "" || flags.Changed("rank")):
 				return settings.UsageError{Err: errors.New("--attempt prints the lines kept of an attempt's failed pods, by --role alone, without -f, --previous, --since, --timestamps, -c or --rank; drop them, or drop --attempt")}
 			}
+			if err := checkOutage(cmd, outage, req.Follow, "-f"); err != nil {
+				return err
+			}
 			if flags.Changed("rank") {
 				req.Rank = &rank
 			}
@@ -99,6 +107,7 @@ reached, 130 when Ctrl-C stopped following.`,
 				return err
 			}
 			req.Ref = ref
+			client.Outage = outage
 			if flags.Changed("attempt") {
 				return showKept(ctx, s, client, req, attempt)
 			}
@@ -120,6 +129,7 @@ reached, 130 when Ctrl-C stopped following.`,
 	flags.DurationVar(&req.Since, "since", 0, "the lines of that last while only, as 10m or 2h (0: all)")
 	flags.BoolVar(&req.Timestamps, "timestamps", false, "each line with its time, as the kubelet saw it")
 	flags.IntVar(&attempt, "attempt", 0, "the lines kept of the pods that failed in that attempt (1 is the first run), after its pods are gone")
+	registerOutage(cmd, &outage, "-f")
 	// After --role, whose completion it registers.
 	job.register(cmd, "")
 	return cmd

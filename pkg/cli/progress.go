@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"golang.org/x/term"
 
@@ -58,6 +59,13 @@ func noticed(n cluster.Noticed) string {
 	}
 	if n.More {
 		return failure.TellMore(n.Attempt, n.Of)
+	}
+	if l := n.Lost; l != nil {
+		if l.Back {
+			return fmt.Sprintf("the cluster at %s answers again, after %s; following on", l.Server, time.Since(l.Since).Round(time.Second))
+		}
+		return fmt.Sprintf("the cluster at %s cannot be reached since %s (%v); going on trying until %s (--outage %v)",
+			l.Server, l.Since.Format(time.TimeOnly), l.Err, l.Until.Format(time.TimeOnly), l.Until.Sub(l.Since))
 	}
 	text := failure.Tell(n.Attempt, n.Of, n.Failure)
 	if n.NotKept != nil {

@@ -20,7 +20,7 @@ func newSubmit(s Streams) *cobra.Command {
 	var in inputFlags
 	var kube cluster.Flags
 	var wait, force bool
-	var timeout time.Duration
+	var timeout, outage time.Duration
 	cmd := &cobra.Command{
 		Use:   "submit [settings.yaml] [-f more.yaml]... [--set key=value] [--wait [--timeout 2h]] [--force]",
 		Short: "Check the job against the cluster, then submit it",
@@ -43,7 +43,10 @@ logs: the attempt, the pod's role, the container, how it ended, the rank
 torchrun found failing first with its own error, and the lines of the log
 that say why. What it saw is kept on this machine for generator status and
 generator logs --attempt. Ctrl-C stops following, not the job: generator
-status shows it again.
+status shows it again. When the cluster cannot be reached (an API server
+restarted, a VPN that dropped, a laptop that slept), it says so once and
+goes on trying, less and less often, for --outage; once the cluster answers
+again, it says so, reads the job anew and follows it on.
 
 With --workspace, the folder is packed (docs/workspace.md) and shipped in
 ConfigMaps owned by the job, which go away with it; its pods unpack it into
@@ -52,15 +55,19 @@ their working folder before setupCommands and mainProgram.
 Exit codes: 0 when the job was submitted (with --wait, when it succeeded), 1
 when the check found a problem, a job of that name has not finished, or the
 job failed or outlasted --timeout, 2 for a wrong command line, 3 when the
-cluster cannot be reached, 130 when Ctrl-C stopped following.`,
+cluster cannot be reached (with --wait, for longer than --outage), 130 when
+Ctrl-C stopped following.`,
 		Example: `  generator submit settings.yaml
-  generator submit -f settings.yaml --wait --timeout 2h
+  generator submit -f settings.yaml --wait --timeout 2h --outage 1h
   generator submit settings.yaml --force -n team-a
   generator submit settings.yaml --workspace . --wait`,
 		Annotations: map[string]string{consequence: "nothing was submitted"},
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			if timeout < 0 || (timeout > 0 && !wait) {
 				return settings.UsageError{Err: errors.New("--timeout is how long --wait follows the job (0: as long as it takes); add --wait, or drop --timeout")}
+			}
+			if err := checkOutage(cmd, outage, wait, "--wait"); err != nil {
+				return err
 			}
 			t, err := connect(cmd.Context(), s, &in, &kube, args, "submit")
 			if err != nil {
@@ -85,6 +92,7 @@ cluster cannot be reached, 130 when Ctrl-C stopped following.`,
 				return err
 			}
 			fmt.Fprintf(s.Err, "%s; following it (Ctrl-C stops following, not the job)\n", submitted(ref, done))
+			t.client.Outage = outage
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return follow(ctx, s, t.client, ref, timeout)
@@ -96,7 +104,26 @@ cluster cannot be reached, 130 when Ctrl-C stopped following.`,
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the job until it finishes; exit 0 only when it succeeds")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --wait, how long to follow the job, as 90m or 2h (0: until it finishes); the job goes on after it")
 	cmd.Flags().BoolVar(&force, "force", false, "delete a job of the same name that has not finished, and submit this one")
+	registerOutage(cmd, &outage, "--wait")
 	return cmd
+}
+
+// registerOutage adds --outage to a command that follows a job when asked
+// to (the flag follow names).
+func registerOutage(cmd *cobra.Command, outage *time.Duration, follow string) {
+	cmd.Flags().DurationVar(outage, "outage", cluster.DefaultOutage, "with "+follow+", how long to go on through a cluster that cannot be reached, as 30m or 2h, before giving up with exit 3")
+}
+
+// checkOutage refuses an --outage that is no duration to wait, or given
+// without following (the flag follow names).
+func checkOutage(cmd *cobra.Command, outage time.Duration, following bool, follow string) error {
+	switch {
+	case outage <= 0:
+		return settings.UsageError{Err: fmt.Errorf("--outage %v: give how long to go on through a cluster that cannot be reached, as 30m or 2h", outage)}
+	case cmd.Flags().Changed("outage") && !following:
+		return settings.UsageError{Err: fmt.Errorf("--outage is how long %s goes on through a cluster that cannot be reached; add %s, or drop --outage", follow, follow)}
+	}
+	return nil
 }
 
 // submitted says what Submit did.

@@ -90,6 +90,9 @@ type Client struct {
 	// Poll is how often Submit and Follow read a job again while they wait
 	// for it; 0 is every 2 seconds.
 	Poll time.Duration
+	// Outage is how long a follower (Follow, Logs with Follow) goes on
+	// through a cluster that cannot be reached; 0 is DefaultOutage.
+	Outage time.Duration
 	// Keeper keeps the failures that Follow, Logs and Status see, for
 	// Status to tell after the pods are gone; nil keeps nothing.
 	Keeper *failure.Keeper
@@ -104,6 +107,13 @@ func (c *Client) every() time.Duration {
 		return 2 * time.Second
 	}
 	return c.Poll
+}
+
+func (c *Client) outage() time.Duration {
+	if c.Outage == 0 {
+		return DefaultOutage
+	}
+	return c.Outage
 }
 
 // Connect reads the kubeconfig as kubectl does and makes the clients. It does
@@ -258,9 +268,24 @@ func (c *Client) Unreached(err error) error {
 	case apierrors.IsUnauthorized(err):
 		return Unreachable{Err: fmt.Errorf("the cluster at %s does not accept your credentials: %v; log in again, or check --context and --kubeconfig", c.Server, err)}
 	case errors.As(err, &netErr), errors.As(err, &urlErr):
-		return Unreachable{Err: fmt.Errorf("cannot reach the cluster at %s: %v; check that it is up, and --context and --kubeconfig", c.Server, err)}
+		return Unreachable{Err: fmt.Errorf("cannot reach the cluster at %s: %w; check that it is up, and --context and --kubeconfig", c.Server, err)}
 	}
 	return nil
+}
+
+// cause is what an error of a cluster that could not be reached comes
+// down to, in a few words: "dial tcp 10.0.0.1:6443: connect: connection
+// refused", without the request's address.
+func cause(err error) error {
+	var op *net.OpError
+	var urlErr *url.Error
+	switch {
+	case errors.As(err, &op):
+		return op
+	case errors.As(err, &urlErr):
+		return urlErr.Err
+	}
+	return err
 }
 
 // Serves tells whether the cluster serves a resource, to tell a missing

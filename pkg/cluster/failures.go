@@ -34,6 +34,9 @@ type Noticed struct {
 	// More is a failure beyond the first few of its attempt (see
 	// noticing.add): it stands for them all, which are kept, not told.
 	More bool
+	// Lost, instead of a failure, says that the cluster cannot be reached,
+	// or answers again.
+	Lost *Lost
 }
 
 // tailLines is how much of a failed container's log is read for its cause:
@@ -157,10 +160,18 @@ func (w *failures) warning(ctx context.Context, c change) {
 	if !ok || c.deleted || runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &e) != nil || e.InvolvedObject.Kind != "Pod" {
 		return
 	}
-	if pod, ours := w.seen[e.InvolvedObject.UID]; ours {
-		if f, ok := failure.FromEvent(&e, pod, w.member(pod)); ok {
-			w.add(ctx, pod, f)
-		}
+	pod, ours := w.seen[e.InvolvedObject.UID]
+	if !ours {
+		// Held, its change not taken in yet.
+		held, ok := w.podMirror.byName(e.InvolvedObject.Name)
+		pod, ours = held.(*corev1.Pod)
+		ours = ok && ours && pod.UID == e.InvolvedObject.UID
+	}
+	if !ours {
+		return
+	}
+	if f, ok := failure.FromEvent(&e, pod, w.member(pod)); ok {
+		w.add(ctx, pod, f)
 	}
 }
 

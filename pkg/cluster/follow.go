@@ -13,9 +13,20 @@ import (
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
-// followMisses is how many readings in a row Follow lets the cluster miss
-// before it gives up: a long job outlives short outages.
-const followMisses = 5
+// DefaultOutage is how long a follower keeps following a job through a
+// cluster that cannot be reached, unless Client.Outage says otherwise: a
+// control plane's upgrade, an API server's rollout, a VPN that drops or a
+// laptop that sleeps outlast seconds, and a job of days goes on meanwhile.
+const DefaultOutage = 15 * time.Minute
+
+// The time between two readings of a job whose cluster cannot be reached:
+// from Client.every, doubled at each reading missed, up to maxRetryEvery.
+const maxRetryEvery = 15 * time.Second
+
+// finishReadings is how many readings' time a follower of logs waits, once
+// the job has finished, for a container still running (a sidecar, a pod
+// its controller did not stop) before it leaves its log.
+const finishReadings = 5
 
 // noticeGrace is how long a follower of a job that failed waits for the
 // failure of its last attempt, which the watch of its pods may not have
@@ -31,21 +42,17 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notic
 	defer cancel()
 	n := c.noticing(ref, notice)
 	var last Status
-	misses := 0
 	for {
 		s, obj, err := c.reading(ctx, ref, n)
-		var unreachable Unreachable
 		switch {
 		case ctx.Err() != nil:
 			return last, ctx.Err()
 		case errors.As(err, &NotFound{}):
 			return last, fmt.Errorf("the %s was deleted while it was followed", ref)
-		case errors.As(err, &unreachable) && misses < followMisses:
-			misses++
+		case n.lost(err):
 		case err != nil:
 			return last, err
 		default:
-			misses = 0
 			if err := n.read(ctx, &s, obj); err != nil {
 				return last, err
 			}
@@ -55,10 +62,54 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notic
 				return s, nil
 			}
 		}
-		if err := n.wait(ctx, c.every()); err != nil {
+		if err := n.wait(ctx, n.every()); err != nil {
 			return last, err
 		}
 	}
+}
+
+// Lost, among what a follower notices, says that the cluster cannot be
+// reached (Err) since Since, and that the follower goes on trying until
+// Until; or with Back, that it answers again.
+type Lost struct {
+	Server       string
+	Since, Until time.Time
+	Err          error
+	Back         bool
+}
+
+// lost takes in the error of a reading: when it is that the cluster cannot
+// be reached, it says so once (Noticed.Lost), and tells whether the
+// follower goes on trying (while Client.Outage has not passed since the
+// first such reading). Any other error ends an outage, as an answer.
+func (n *noticing) lost(err error) bool {
+	var unreachable Unreachable
+	if !errors.As(err, &unreachable) {
+		if !n.since.IsZero() {
+			n.notice(Noticed{Lost: &Lost{Server: n.client.Server, Since: n.since, Back: true}})
+			n.since, n.missed = time.Time{}, 0
+		}
+		return false
+	}
+	n.missed++
+	if n.since.IsZero() {
+		n.since = time.Now()
+		n.notice(Noticed{Lost: &Lost{Server: n.client.Server, Since: n.since, Until: n.since.Add(n.client.outage()), Err: cause(unreachable)}})
+	}
+	return time.Since(n.since) < n.client.outage()
+}
+
+// every is the time until the next reading: longer after each reading
+// missed, while the cluster cannot be reached.
+func (n *noticing) every() time.Duration {
+	d := n.client.every()
+	for range n.missed {
+		if d >= maxRetryEvery {
+			break
+		}
+		d *= 2
+	}
+	return min(d, maxRetryEvery)
 }
 
 // noticing is what a follower of a job (Follow, Logs) notices of its
@@ -89,6 +140,10 @@ type noticing struct {
 	preemptions map[string]bool
 	// told counts the failures of each attempt handed on.
 	told map[int]int
+	// since is when the cluster could not be reached, missed how many
+	// readings in a row; zero while it answers.
+	since  time.Time
+	missed int
 	// busy counts the watch's work under way: the changes it has not taken
 	// in yet, and its reads of logs for failed setup commands.
 	busy atomic.Int64

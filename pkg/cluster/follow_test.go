@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -169,26 +172,45 @@ func TestFollowAJobThatIsDeleted(t *testing.T) {
 	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" was deleted while it was followed`)
 }
 
-// A few readings the cluster does not answer are tried again; more end the
-// following.
-func TestFollowThroughShortOutages(t *testing.T) {
+// Readings the cluster does not answer are tried again, less and less
+// often, for as long as Client.Outage says; the follower says once that the
+// cluster is lost, and once that it is back. Past the outage, it gives up.
+func TestFollowThroughAnOutage(t *testing.T) {
 	for _, tc := range []struct {
-		outage  int
+		missed  int
 		wantErr bool
-	}{{followMisses, false}, {followMisses + 1, true}} {
+		want    []string
+	}{
+		{missed: 3, want: []string{"lost: connection refused", "back"}},
+		{missed: 1 << 30, wantErr: true, want: []string{"lost: connection refused"}},
+	} {
+		var asked []time.Time
 		client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
-			missed := 0
 			dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
-				if missed++; missed <= tc.outage {
+				if asked = append(asked, time.Now()); len(asked) <= tc.missed {
 					return true, nil, &url.Error{Op: "Get", URL: "https://fake", Err: errors.New("connection refused")}
 				}
 				return false, nil, nil
 			})
 		}, appWrapper("{phase: Succeeded}"))
-		client.Poll = time.Millisecond
-		last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
+		client.Poll, client.Outage = time.Millisecond, 200*time.Millisecond
+		var said []string
+		last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(n Noticed) {
+			switch {
+			case n.Lost == nil:
+			case n.Lost.Back:
+				said = append(said, "back")
+			default:
+				require.Equal(t, client.Outage, n.Lost.Until.Sub(n.Lost.Since))
+				said = append(said, "lost: "+n.Lost.Err.Error())
+			}
+		})
+		require.Equal(t, tc.want, said)
 		if tc.wantErr {
 			require.ErrorAs(t, err, &Unreachable{})
+			require.GreaterOrEqual(t, asked[len(asked)-1].Sub(asked[0]), client.Outage)
+			// Less and less often: the gaps double, from Poll.
+			require.Less(t, len(asked), 20)
 		} else {
 			require.NoError(t, err)
 			require.Equal(t, Succeeded, last.State)
@@ -242,4 +264,63 @@ func TestFollowATrainJobWhosePodFailsBetweenReadings(t *testing.T) {
 	last, err := client.Follow(context.Background(), Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-1 (container node) exited 3", last.Line())
+}
+
+// After an outage, the watch of the pods is opened again from the last
+// version it saw; when that version is gone (410), the pods are listed
+// again, and a failure that happened meanwhile is noticed from the pod that
+// still shows it.
+func TestFollowNoticesAFailureAfterAnOutage(t *testing.T) {
+	failed := pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 3, reason: Error}}}]}`)
+	first := watch.NewFake()
+	watched := make(chan struct{})
+	back := make(chan struct{})
+	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		watches := 0
+		dyn.PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
+			switch watches++; watches {
+			case 1:
+				close(watched)
+				return true, first, nil
+			case 2:
+				return true, nil, apierrors.NewResourceExpired("too old resource version")
+			}
+			return false, nil, nil
+		})
+		readings := 0
+		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
+			switch readings++; {
+			case readings == 2:
+				// The cluster goes away: the pod fails meanwhile, and the
+				// watch ends.
+				<-watched
+				require.NoError(t, dyn.Tracker().Update(pods, object(t, failed), "ml"))
+				first.Stop()
+				close(back)
+				fallthrough
+			case readings == 3:
+				return true, nil, &url.Error{Op: "Get", URL: "https://fake", Err: errors.New("connection refused")}
+			case readings > 3:
+				<-back
+				require.NoError(t, dyn.Tracker().Update(appWrappers, object(t, appWrapper("{phase: Failed}")), "ml"))
+			}
+			return false, nil, nil
+		})
+	}, appWrapper("{phase: Running}"), pod("demo-worker-0", awPods, readyPod))
+	client.Poll = 5 * time.Millisecond
+	var said []string
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(n Noticed) {
+		switch {
+		case n.Lost != nil && n.Lost.Back:
+			said = append(said, "back")
+		case n.Lost != nil:
+			said = append(said, "lost")
+		default:
+			said = append(said, n.Failure.String())
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, Failed, last.State)
+	require.Contains(t, said, "pod demo-worker-0 (container pytorch) exited 3")
+	require.Equal(t, []string{"lost", "back"}, slices.DeleteFunc(slices.Clone(said), func(s string) bool { return s != "lost" && s != "back" }))
 }

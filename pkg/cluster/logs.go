@@ -30,8 +30,10 @@ type LogOptions struct {
 	Timestamps bool
 	// TailLines keeps the last lines only; nil for all.
 	TailLines *int64
-	// SinceSeconds keeps the lines of the last seconds only; nil for all.
+	// SinceSeconds keeps the lines of the last seconds only, SinceTime
+	// those from that second on; nil for all.
 	SinceSeconds *int64
+	SinceTime    *time.Time
 	// LimitBytes keeps the first bytes only; nil for all.
 	LimitBytes *int64
 }
@@ -58,6 +60,9 @@ func (r restLogs) Log(ctx context.Context, namespace, pod string, o LogOptions) 
 	}
 	if o.SinceSeconds != nil {
 		req.Param("sinceSeconds", strconv.FormatInt(*o.SinceSeconds, 10))
+	}
+	if o.SinceTime != nil {
+		req.Param("sinceTime", o.SinceTime.UTC().Format(time.RFC3339))
 	}
 	if o.LimitBytes != nil {
 		req.Param("limitBytes", strconv.FormatInt(*o.LimitBytes, 10))
@@ -144,7 +149,7 @@ type LogLine struct {
 // time.
 func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), note func(string), notice func(Noticed)) (Status, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	f := &follower{req: req, line: line, stop: cancel, started: map[string]bool{}, member: map[string]types.UID{}}
+	f := &follower{req: req, line: line, stop: cancel, started: map[string]*instance{}, member: map[string]types.UID{}}
 	f.note = func(text string) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -163,21 +168,17 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 		})
 	}
 	var last Status
-	misses := 0
 	for round := 0; ; round++ {
 		s, obj, podList, err := c.logRound(ctx, req.Ref, n)
-		var unreachable Unreachable
 		switch {
 		case ctx.Err() != nil:
 			return last, ctx.Err()
 		case round > 0 && errors.As(err, &NotFound{}):
 			return last, fmt.Errorf("the %s was deleted while its logs were followed", req.Ref)
-		case req.Follow && errors.As(err, &unreachable) && misses < followMisses:
-			misses++
+		case req.Follow && n.lost(err):
 		case err != nil:
 			return last, err
 		default:
-			misses = 0
 			if n != nil {
 				if err := n.read(ctx, &s, obj); err != nil {
 					return last, err
@@ -188,7 +189,7 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 				return last, err
 			}
 			if !req.Follow || s.State.Finished() {
-				f.drain(req.Follow, followMisses*c.every())
+				f.drain(req.Follow, finishReadings*c.every())
 				switch {
 				case f.streams > 0 || req.Follow:
 				case s.Worker != nil && s.State.Finished():
@@ -208,7 +209,7 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 		if err := f.failure(); err != nil {
 			return last, err
 		}
-		if err := n.wait(ctx, c.every()); err != nil {
+		if err := n.wait(ctx, n.every()); err != nil {
 			return last, err
 		}
 	}
@@ -262,8 +263,9 @@ type follower struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	// started are the container instances read: pod uid/container/restarts.
-	started map[string]bool
+	// started are the container instances read, by pod uid/container/
+	// restarts.
+	started map[string]*instance
 	// member is the pod each label was last seen on.
 	member map[string]types.UID
 	// streams counts the logs read; said is the last line that said why
@@ -275,9 +277,25 @@ type follower struct {
 	mu    sync.Mutex
 	width int
 	err   error
-	// again are the container instances whose log could not be read
-	// while following, to read again.
-	again []string
+}
+
+// instance is what was read of a container instance's log. A followed log
+// is read with the kubelet's time of each line, so that a read that ended
+// before the container did (the cluster went away, a connection died) is
+// taken up again where it stopped, without a line lost or said twice; the
+// times are left out of the lines unless asked for.
+type instance struct {
+	// reading: a read of it is under way; ended: its container had ended
+	// when the last read began, which read it to its end.
+	reading, ended bool
+	// last is the time of the last line read, atLast how many lines of
+	// that time were read.
+	last   time.Time
+	atLast int
+	// closed is when the last read came to the log's end while its
+	// container ran: the kubelet ends a followed log when its container
+	// ends, and a container that ended by then needs no read again.
+	closed time.Time
 }
 
 // start starts reading every selected container instance that has a log
@@ -292,13 +310,6 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 		}
 		f.retries = s.Retries
 	}
-	f.mu.Lock()
-	for _, key := range f.again {
-		delete(f.started, key)
-		f.streams--
-	}
-	f.again = nil
-	f.mu.Unlock()
 	k := kindNamed(s.Kind)
 	var replaced, others []string
 	var reads []logRead
@@ -340,17 +351,38 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 			hasLog = status.LastTerminationState.Terminated != nil
 		}
 		key := fmt.Sprintf("%s/%s/%d", pod.UID, container, status.RestartCount)
-		if !hasLog || f.started[key] {
-			continue
-		}
-		if round > 0 && status.RestartCount > 0 && f.started[fmt.Sprintf("%s/%s/%d", pod.UID, container, status.RestartCount-1)] {
-			f.note(fmt.Sprintf("%s: container %s restarted (%d restarts); its new log follows", label, container, status.RestartCount))
-		}
-		f.started[key] = true
-		f.streams++
 		o := opts
 		o.Container = container
-		reads = append(reads, logRead{key: key, pod: pod.Name, label: label, member: m, known: known, opts: o})
+		f.mu.Lock()
+		inst, seen := f.started[key]
+		if seen && !inst.reading && !inst.closed.IsZero() && status.State.Terminated != nil && !status.State.Terminated.FinishedAt.After(inst.closed) {
+			inst.ended = true
+		}
+		switch {
+		case !hasLog || seen && (inst.reading || inst.ended):
+			f.mu.Unlock()
+			continue
+		case seen:
+			// Taken up again where the last read stopped.
+			o.TailLines, o.SinceSeconds = nil, nil
+			if !inst.last.IsZero() {
+				o.SinceTime = &inst.last
+			}
+		default:
+			inst = &instance{}
+			f.started[key] = inst
+			f.streams++
+		}
+		inst.reading, inst.ended = true, status.State.Terminated != nil
+		f.mu.Unlock()
+		if !seen && round > 0 && status.RestartCount > 0 && f.started[fmt.Sprintf("%s/%s/%d", pod.UID, container, status.RestartCount-1)] != nil {
+			f.note(fmt.Sprintf("%s: container %s restarted (%d restarts); its new log follows", label, container, status.RestartCount))
+		}
+		r := logRead{key: key, pod: pod.Name, label: label, member: m, known: known, opts: o}
+		if f.req.Follow {
+			r.inst = inst
+		}
+		reads = append(reads, r)
 	}
 	// Once every label of the round is known, for the width. Followed, the
 	// logs are read all at once, their lines as they come; else one after
@@ -384,12 +416,14 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 }
 
 // logRead is one container's log to read: its key (pod uid/container/
-// restarts), its pod, the pod's label and place, and how.
+// restarts), its pod, the pod's label and place, how, and what was read of
+// it (followed).
 type logRead struct {
 	key, pod, label string
 	member          Member
 	known           bool
 	opts            LogOptions
+	inst            *instance
 }
 
 // say hands a line on, aligned with the labels of the pods read so far.
@@ -401,8 +435,19 @@ func (f *follower) say(l LogLine) {
 }
 
 // read reads one container's log, line by line, from the cluster on, and
-// hands each line to line.
+// hands each line to line. Followed, it reads the kubelet's times, to know
+// where it stopped; when it ends (the container's end, the cluster's
+// going, an error), the next round takes the log up again, unless its
+// container had ended when it began.
 func (f *follower) read(ctx context.Context, on *Client, r logRead, line func(LogLine)) {
+	if r.inst != nil {
+		r.opts.Timestamps = true
+		defer func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			r.inst.reading = false
+		}()
+	}
 	rc, err := on.LogSource.Log(ctx, f.req.Ref.Namespace, r.pod, r.opts)
 	switch {
 	case err == nil:
@@ -411,16 +456,16 @@ func (f *follower) read(ctx context.Context, on *Client, r logRead, line func(Lo
 	case apierrors.IsForbidden(err):
 		f.fail(forbidden("get", "pods/log", f.req.Ref.Namespace, "to read the logs of its pods"))
 		return
+	case r.inst != nil:
+		// The cluster may be gone for a while, the container not ready to
+		// give its log yet, or its pod gone (a retry deletes them): the
+		// next round tries again, if the pod is still there.
+		f.mu.Lock()
+		r.inst.ended = false
+		f.mu.Unlock()
+		return
 	case on.Unreached(err) != nil:
 		f.fail(on.Unreached(err))
-		return
-	case f.req.Follow:
-		// The container may not be ready to give its log yet, or its pod
-		// gone (a retry deletes them): the next round tries again, if the
-		// pod is still there.
-		f.mu.Lock()
-		f.again = append(f.again, r.key)
-		f.mu.Unlock()
 		return
 	default:
 		// The pod may be gone: say so, and go on with the others.
@@ -429,15 +474,57 @@ func (f *follower) read(ctx context.Context, on *Client, r logRead, line func(Lo
 	}
 	defer rc.Close()
 	reader := bufio.NewReader(rc)
+	// replayed counts the lines of this read of the last line's time.
+	replayed := 0
 	for {
 		text, err := reader.ReadString('\n')
-		if text != "" {
-			line(LogLine{Pod: r.pod, Label: r.label, Member: r.member, Text: strings.TrimSuffix(text, "\n")})
+		if r.inst != nil && err != nil {
+			// A line cut short comes whole when the log is taken up again.
+			f.mu.Lock()
+			r.inst.ended = r.inst.ended && err == io.EOF
+			if err == io.EOF && !r.inst.ended {
+				r.inst.closed = time.Now()
+			}
+			f.mu.Unlock()
+			return
+		}
+		if text = strings.TrimSuffix(text, "\n"); text != "" && (r.inst == nil || f.fresh(r.inst, &text, &replayed)) {
+			line(LogLine{Pod: r.pod, Label: r.label, Member: r.member, Text: text})
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// fresh reads the kubelet's time off a followed line, and tells whether
+// the line was not handed on before: a log taken up again starts at the
+// second of the last line handed on, so the lines before it are left out,
+// and of the lines of its time as many as were handed on (replayed counts
+// them in this read). The time stays on the line if it was asked for.
+func (f *follower) fresh(inst *instance, text *string, replayed *int) bool {
+	stamp, rest, _ := strings.Cut(*text, " ")
+	at, err := time.Parse(time.RFC3339Nano, stamp)
+	if err != nil {
+		return true // not a time: said as it is
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case at.Before(inst.last):
+		return false
+	case at.Equal(inst.last):
+		if *replayed++; *replayed <= inst.atLast {
+			return false
+		}
+		inst.atLast++
+	default:
+		inst.last, inst.atLast, *replayed = at, 1, 1
+	}
+	if !f.req.Timestamps {
+		*text = rest
+	}
+	return true
 }
 
 // The logs read in turn: at most logsAtOnce at once, the one whose turn it

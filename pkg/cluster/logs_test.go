@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -50,6 +51,9 @@ func (f *fakeLogs) Log(_ context.Context, namespace, pod string, o LogOptions) (
 	if o.SinceSeconds != nil {
 		asked += fmt.Sprintf(" sinceSeconds=%d", *o.SinceSeconds)
 	}
+	if o.SinceTime != nil {
+		asked += " sinceTime=" + o.SinceTime.Format(time.RFC3339)
+	}
 	f.asked = append(f.asked, asked)
 	if f.err != nil {
 		return nil, f.err
@@ -58,7 +62,27 @@ func (f *fakeLogs) Log(_ context.Context, namespace, pod string, o LogOptions) (
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("container %q in pod %q is waiting to start", o.Container, pod))
 	}
+	if o.Timestamps {
+		text = stamped(text, o.SinceTime)
+	}
 	return io.NopCloser(strings.NewReader(text)), nil
+}
+
+// logStart is when the fake logs' lines were written, each a second after
+// the one before.
+var logStart = time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+
+// stamped is a log's lines with their times before them, as the kubelet
+// writes them with timestamps=true, from the second of since on.
+func stamped(text string, since *time.Time) string {
+	var b strings.Builder
+	for i, line := range strings.SplitAfter(text, "\n") {
+		at := logStart.Add(time.Duration(i) * time.Second)
+		if line != "" && (since == nil || !at.Before(since.Truncate(time.Second))) {
+			b.WriteString(at.Format(time.RFC3339Nano) + " " + line)
+		}
+	}
+	return b.String()
 }
 
 // ptjPod is a pod of the job demo (an AppWrapper's, or a bare
@@ -118,8 +142,9 @@ func TestLogsOfEveryPod(t *testing.T) {
 	lines, notes, _, err := logs(t, client, LogRequest{Timestamps: true})
 	require.NoError(t, err)
 	require.Empty(t, notes)
-	// Aligned to the widest label, worker-10.
-	require.Equal(t, []string{"master-0|9|loading", "master-0|9|step 1", "worker-0|9|step 1", "worker-10|9|step 1 without its newline"}, lines)
+	// Aligned to the widest label, worker-10; with the kubelet's times.
+	require.Equal(t, []string{"master-0|9|2026-11-27T09:00:00Z loading", "master-0|9|2026-11-27T09:00:01Z step 1",
+		"worker-0|9|2026-11-27T09:00:00Z step 1", "worker-10|9|2026-11-27T09:00:00Z step 1 without its newline"}, lines)
 	sort.Strings(source.asked)
 	require.Equal(t, []string{
 		"ml/demo-master-0/pytorch container=pytorch follow=false timestamps=true",
@@ -424,4 +449,62 @@ func TestLogsNotReadableYet(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"master-0|8|m"}, lines)
 	require.Equal(t, []string{`worker-0: its log cannot be read: container "pytorch" in pod "demo-worker-0" is waiting to start`}, notes)
+}
+
+// brokenLog is a followed log whose first read breaks off after cut
+// bytes (the cluster went away, a connection died), and whose later reads
+// start at the second asked for (sinceTime), as the kubelet's do; its
+// lines carry their times.
+type brokenLog struct {
+	mu    sync.Mutex
+	text  string
+	cut   int
+	asked []string
+}
+
+func (b *brokenLog) Log(_ context.Context, _, _ string, o LogOptions) (io.ReadCloser, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	since := ""
+	if o.SinceTime != nil {
+		since = o.SinceTime.Format(time.RFC3339)
+	}
+	b.asked = append(b.asked, since)
+	if len(b.asked) == 1 {
+		return io.NopCloser(io.MultiReader(strings.NewReader(b.text[:b.cut]), iotest.ErrReader(io.ErrUnexpectedEOF))), nil
+	}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(b.text, "\n") {
+		stamp, _, _ := strings.Cut(line, " ")
+		if at, err := time.Parse(time.RFC3339Nano, stamp); err == nil && (o.SinceTime == nil || !at.Before(*o.SinceTime)) {
+			out.WriteString(line)
+		}
+	}
+	return io.NopCloser(strings.NewReader(out.String())), nil
+}
+
+// A followed log that breaks off while its container runs is taken up
+// again where it stopped, from the second of its last line: each line
+// once, in order, a line cut short said whole, lines of one time told
+// apart by how many were read.
+func TestLogsFollowedTakenUpAgain(t *testing.T) {
+	text := "2026-11-27T09:00:00.5Z step 1\n" +
+		"2026-11-27T09:00:01.25Z step 2\n" +
+		"2026-11-27T09:00:01.25Z step 2, again\n" +
+		"2026-11-27T09:00:01.25Z step 2, once more\n" +
+		"2026-11-27T09:00:02Z step 3\n"
+	source := &brokenLog{text: text, cut: strings.Index(text, "step 2, once") + 3}
+	client := cluster(t, timeline(t, appWrapper,
+		[]string{"{phase: Running}", ptjPod("master", 0, "m", runningFor(0))},
+		[]string{"{phase: Running}", ptjPod("master", 0, "m", runningFor(0))},
+		[]string{"{phase: Succeeded}", ptjPod("master", 0, "m", "{name: pytorch, state: {terminated: {exitCode: 0}}}")},
+	), appWrapper("{}"))
+	client.LogSource = source
+	client.Poll = 10 * time.Millisecond
+	var lines []string
+	_, err := client.Logs(context.Background(), LogRequest{Ref: Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, Follow: true},
+		func(l LogLine) { lines = append(lines, l.Text) }, func(string) {}, func(Noticed) {})
+	require.NoError(t, err)
+	require.Equal(t, []string{"step 1", "step 2", "step 2, again", "step 2, once more", "step 3"}, lines)
+	require.Equal(t, []string{"", "2026-11-27T09:00:01Z"}, source.asked[:2])
 }

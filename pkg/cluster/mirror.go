@@ -102,14 +102,20 @@ type change struct {
 	obj     metav1.Object
 }
 
+// maxMirrorRetry is the longest a mirror waits before it lists again what
+// it could not.
+const maxMirrorRetry = 5 * time.Second
+
 // errRelist is a watch whose version is gone: the objects are listed again.
 var errRelist = errors.New("the watch's version is gone")
 
-// started is a mirror's objects listed and their watch open.
+// started is a mirror's objects listed and their watch open; gone, once
+// held, the objects held before that the list no longer has.
 type started struct {
 	items   []metav1.Object
 	version string
 	watch   watch.Interface
+	gone    map[string]metav1.Object
 }
 
 // begin lists the objects and opens their watch from that list.
@@ -137,27 +143,60 @@ func (m *mirror) open(ctx context.Context, version string) (watch.Interface, err
 }
 
 // start lists the objects and opens their watch, then keeps the mirror in
-// the background (run): whatever changes once start has returned is seen.
-// The error is the list's or the watch's.
+// the background (run): what was listed is held once start has returned,
+// and whatever changes after is seen. The error is the list's or the
+// watch's.
 func (m *mirror) start(ctx context.Context, again func(error) bool) error {
 	m.asks = make(chan chan []metav1.Object)
 	s, err := m.begin(ctx)
 	if err != nil {
 		return err
 	}
+	s.gone = m.hold(s.items)
 	go m.run(ctx, again, s)
 	return nil
 }
 
+// hold holds the objects listed, and gives those held before that are gone.
+func (m *mirror) hold(items []metav1.Object) map[string]metav1.Object {
+	listed := map[string]metav1.Object{}
+	for _, obj := range items {
+		if m.keep == nil || m.keep(obj) {
+			listed[obj.GetName()] = obj
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	gone := m.objects
+	for name := range listed {
+		delete(gone, name)
+	}
+	m.objects, m.synced = listed, true
+	return gone
+}
+
+// byName is the object held of a name, if any.
+func (m *mirror) byName(name string) (metav1.Object, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	obj, ok := m.objects[name]
+	return obj, ok
+}
+
 // run keeps the mirror, from what start began (nil: it begins), until ctx
 // ends (its error), or until an error that again does not retry (that
-// error); it retries the others after a second, and longer as they go on.
+// error); it retries the others after a second, and longer as they go on,
+// up to maxMirrorRetry: a follower back from an outage sees the pods as
+// they are within seconds, before their controller deletes those that
+// failed meanwhile.
 func (m *mirror) run(ctx context.Context, again func(error) bool, s *started) error {
 	delay := time.Second
 	for {
 		var err error
 		if s == nil {
-			s, err = m.begin(ctx)
+			if s, err = m.begin(ctx); err == nil {
+				s.gone = m.hold(s.items)
+			}
 		}
 		if err == nil {
 			err = m.keepUp(ctx, s)
@@ -176,32 +215,22 @@ func (m *mirror) run(ctx context.Context, again func(error) bool, s *started) er
 			return ctx.Err()
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 30*time.Second)
+		delay = min(2*delay, maxMirrorRetry)
 	}
 }
 
-// keepUp takes in the objects listed, handing on each (and each gone since
-// the last list), then the watch's events, opening it again when it ends,
-// until an error.
+// keepUp hands on the objects listed and held (and each gone since the
+// last list), then takes in the watch's events, opening it again when it
+// ends, until an error.
 func (m *mirror) keepUp(ctx context.Context, s *started) error {
-	listed := map[string]metav1.Object{}
-	for _, obj := range s.items {
-		if m.keep == nil || m.keep(obj) {
-			listed[obj.GetName()] = obj
-		}
-	}
-	m.mu.Lock()
-	gone := m.objects
-	m.objects, m.synced = listed, true
-	m.mu.Unlock()
-	for name, obj := range gone {
-		if _, ok := listed[name]; !ok && !m.hand(ctx, change{deleted: true, obj: obj}) {
+	for _, obj := range s.gone {
+		if !m.hand(ctx, change{deleted: true, obj: obj}) {
 			s.watch.Stop()
 			return ctx.Err()
 		}
 	}
 	for _, obj := range s.items {
-		if _, ok := listed[obj.GetName()]; ok && !m.hand(ctx, change{obj: obj}) {
+		if (m.keep == nil || m.keep(obj)) && !m.hand(ctx, change{obj: obj}) {
 			s.watch.Stop()
 			return ctx.Err()
 		}

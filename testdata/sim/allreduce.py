@@ -12,7 +12,9 @@ and exits 0; 2
 when the sum is wrong; with --fail-rank R, rank R exits --exit-code (default
 3) once it has printed its line, and with --raise-rank R, rank R raises
 ZeroDivisionError in a function of its own, as a program with a bug does.
-With --hold S, it waits S seconds before it exits, as a longer job would.
+With --hold S, it waits S seconds before it exits, as a longer job would;
+with --ticks N, it first prints N lines more, "tick I of rank R", one every
+half second, as a training loop logs its steps.
 """
 
 import argparse
@@ -31,6 +33,7 @@ parser.add_argument("--exit-code", type=int, default=3, help="the exit code of t
 parser.add_argument("--raise-rank", type=int, default=-1, help="the rank that raises ZeroDivisionError")
 parser.add_argument("--hold", type=float, default=0, help="seconds to wait before exiting")
 parser.add_argument("--env", action="store_true", help="print the whole environment")
+parser.add_argument("--ticks", type=int, default=0, help="lines to print, one every half second")
 args = parser.parse_args()
 
 dist.init_process_group("gloo")
@@ -47,6 +50,10 @@ if args.env:
     sys.stdout.write(f"environment of rank {rank}: {json.dumps(dict(os.environ), sort_keys=True)}\n")
 sys.stdout.flush()
 dist.destroy_process_group()
+for tick in range(args.ticks):
+    time.sleep(0.5)
+    sys.stdout.write(f"tick {tick} of rank {rank}\n")
+    sys.stdout.flush()
 time.sleep(args.hold)
 if int(total.item()) != expected:
     sys.exit(2)

@@ -226,26 +226,36 @@ func kubeconfig(contexts ...kubeContext) []byte {
 // environment; its output goes to dir/<name>.log. The process is killed if
 // the test process dies.
 func (c *Cluster) start(name string, env []string, path string, args ...string) error {
-	log, err := os.Create(filepath.Join(c.dir, name+".log"))
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	p, err := c.run(name, cmd)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(path, args...)
-	cmd.Env = append(os.Environ(), env...)
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+// run starts a program as start does; its log goes on after what the
+// program of its name wrote before (a restart).
+func (c *Cluster) run(name string, cmd *exec.Cmd) (*process, error) {
+	log, err := os.OpenFile(filepath.Join(c.dir, name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
-	c.procs = append(c.procs, p)
 	go func() {
 		cmd.Wait()
 		log.Close()
 		close(p.done)
 	}()
-	return nil
+	return p, nil
 }
 
 // waitURL polls url, with the admin token, until it answers 200 OK; it fails

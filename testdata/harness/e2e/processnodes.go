@@ -809,15 +809,31 @@ func (r *podRun) status() corev1.PodStatus {
 }
 
 // push writes the pod's status to the API server, keeping the conditions
-// that others set (PodScheduled) and the times of those that did not change.
+// that others set (PodScheduled) and the times of those that did not change;
+// as a kubelet's status manager does, it tries again every second until
+// the API server takes it (it may be down for a while).
 func (r *podRun) push() {
 	r.pushMu.Lock()
 	defer r.pushMu.Unlock()
-	if r.nodes.ctx.Err() != nil {
-		return
+	for said := false; r.nodes.ctx.Err() == nil; said = true {
+		err := r.pushOnce()
+		if err == nil || apierrors.IsNotFound(err) || r.nodes.ctx.Err() != nil {
+			return
+		}
+		if !said {
+			fmt.Fprintf(os.Stderr, "process nodes: status of pod %s/%s: %v; trying again\n", r.pod.Namespace, r.pod.Name, err)
+		}
+		select {
+		case <-r.nodes.ctx.Done():
+		case <-time.After(time.Second):
+		}
 	}
+}
+
+// pushOnce writes the pod's status to the API server once.
+func (r *podRun) pushOnce() error {
 	pods := r.nodes.client.CoreV1().Pods(r.pod.Namespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current, err := pods.Get(r.nodes.ctx, r.pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -846,9 +862,6 @@ func (r *podRun) push() {
 		_, err = pods.UpdateStatus(r.nodes.ctx, current, metav1.UpdateOptions{})
 		return err
 	})
-	if err != nil && !apierrors.IsNotFound(err) && r.nodes.ctx.Err() == nil {
-		fmt.Fprintf(os.Stderr, "process nodes: status of pod %s/%s: %v\n", r.pod.Namespace, r.pod.Name, err)
-	}
 }
 
 // event records an event of the pod (of one of its containers, if named), as

@@ -79,8 +79,9 @@ func TestSimulatedCluster(t *testing.T) {
 		})
 	})
 	// Alone, once the others are done: the cluster's profile binds every
-	// namespace while it is there.
+	// namespace while it is there; the outages take the API server away.
 	t.Run("profile", s.profile)
+	t.Run("outages", s.outages)
 
 	var names []string
 	total := 0
