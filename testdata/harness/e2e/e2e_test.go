@@ -150,13 +150,8 @@ func kubectl(t *testing.T, c *e2e.Cluster, stdin []byte, args ...string) string 
 // from our schema, and the upstream ones given, from their modules.
 func jobCRDs(t *testing.T, upstream ...fidelity.UpstreamCRD) [][]byte {
 	t.Helper()
-	crds, err := fidelity.T9kCRDs()
+	crds, err := fidelity.JobCRDs(upstream...)
 	require.NoError(t, err)
-	for _, u := range upstream {
-		data, err := u.Read()
-		require.NoError(t, err)
-		crds = append(crds, data)
-	}
 	return crds
 }
 

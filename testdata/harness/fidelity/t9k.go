@@ -19,6 +19,23 @@ var t9kSchema []byte
 // T9kGroupVersion is the API group and version of T9k's job kinds.
 const T9kGroupVersion = "batch.tensorstack.dev/v1beta1"
 
+// JobCRDs are the CRDs (YAML) of the jobs a cluster of the tests serves:
+// T9k's (T9kCRDs), then the upstream ones given.
+func JobCRDs(upstream ...UpstreamCRD) ([][]byte, error) {
+	crds, err := T9kCRDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range upstream {
+		data, err := u.Read()
+		if err != nil {
+			return nil, err
+		}
+		crds = append(crds, data)
+	}
+	return crds, nil
+}
+
 // T9kCRDs builds a CustomResourceDefinition (YAML) for each kind of our T9k
 // schema (t9k.schema.json), in the schema's order: each kind's definition with
 // every $ref written out, since a CRD cannot refer to definitions.

@@ -121,16 +121,9 @@ func (b *bench) main(repo, out string, pods, jobs []int) error {
 		return err
 	}
 	b.kubectl = bins.Kubectl
-	crds, err := fidelity.T9kCRDs()
+	crds, err := fidelity.JobCRDs(fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD)
 	if err != nil {
 		return err
-	}
-	for _, u := range []fidelity.UpstreamCRD{fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD} {
-		data, err := u.Read()
-		if err != nil {
-			return err
-		}
-		crds = append(crds, data)
 	}
 	clusterDir := filepath.Join(b.tmp, "cluster")
 	if err := os.Mkdir(clusterDir, 0o755); err != nil {

@@ -61,43 +61,37 @@ status:
   capacity: *resources
 `, i, scaleNodeGPUs)
 	}
-	fmt.Fprintf(&b, `---
+	b.WriteString(`---
 apiVersion: kueue.x-k8s.io/v1beta1
 kind: ResourceFlavor
 metadata: {name: scale-flavor}
 spec: {nodeLabels: {type: kwok-scale}}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: scale-cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu]
-    flavors:
-    - name: scale-flavor
-      resources:
-      - {name: cpu, nominalQuota: "%[1]d"}
-      - {name: memory, nominalQuota: 4096Ti}
-      - {name: nvidia.com/gpu, nominalQuota: "%[2]d"}
----
-apiVersion: kueue.x-k8s.io/v1beta1
-kind: ClusterQueue
-metadata: {name: held-cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu]
-    flavors:
-    - name: scale-flavor
-      resources:
-      - {name: cpu, nominalQuota: "0"}
-      - {name: memory, nominalQuota: "0"}
-      - {name: nvidia.com/gpu, nominalQuota: "0"}
-`, scaleNodes*1024, scaleNodes*scaleNodeGPUs)
+`)
+	b.WriteString(clusterQueue("scale-cq", fmt.Sprint(scaleNodes*1024), "4096Ti", fmt.Sprint(scaleNodes*scaleNodeGPUs)))
+	b.WriteString(clusterQueue("held-cq", "0", "0", "0"))
 	b.WriteString(namespace(e2e.SimScaleNamespace, scaleQueue, "scale-cq", ""))
 	b.WriteString(namespace(heldNamespace, heldQueue, "scale-cq", "Hold"))
 	return b.String()
+}
+
+// clusterQueue is a ClusterQueue of the scale nodes' flavor, with its
+// quotas of cpu, memory and GPUs.
+func clusterQueue(name, cpu, memory, gpus string) string {
+	return fmt.Sprintf(`---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: %s}
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: scale-flavor
+      resources:
+      - {name: cpu, nominalQuota: "%s"}
+      - {name: memory, nominalQuota: "%s"}
+      - {name: nvidia.com/gpu, nominalQuota: "%s"}
+`, name, cpu, memory, gpus)
 }
 
 // namespace is a namespace with a LocalQueue of a ClusterQueue, and its

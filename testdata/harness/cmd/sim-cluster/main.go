@@ -48,16 +48,9 @@ func main() {
 }
 
 func run(repo string, multiKueue bool) error {
-	crds, err := fidelity.T9kCRDs()
+	crds, err := fidelity.JobCRDs(fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD)
 	if err != nil {
 		return err
-	}
-	for _, u := range []fidelity.UpstreamCRD{fidelity.AppWrapperCRD, fidelity.PyTorchJobCRD} {
-		data, err := u.Read()
-		if err != nil {
-			return err
-		}
-		crds = append(crds, data)
 	}
 	dir, err := os.MkdirTemp("", "sim-cluster-")
 	if err != nil {
