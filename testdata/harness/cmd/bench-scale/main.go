@@ -13,6 +13,7 @@
 // cluster does.
 //
 //	bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 5]
+//	bench-scale -report -out DIR
 package main
 
 import (
@@ -75,7 +76,14 @@ func main() {
 	jobs := flag.String("jobs", "10,1000,5000", "the sizes of the namespaces, in jobs")
 	runs := flag.Int("runs", 5, "runs of each command that can be repeated (the median is kept)")
 	follow := flag.Duration("follow", 20*time.Second, "how long logs -f follows")
+	report := flag.Bool("report", false, "write results.md and the plots again from -out's results.json, and run nothing")
 	flag.Parse()
+	if *report && *out != "" {
+		if err := rewrite(*out); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if *repo == "" || *generator == "" || *out == "" || flag.NArg() > 0 {
 		fmt.Fprintln(os.Stderr, "usage: bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 5]")
 		os.Exit(2)
@@ -414,6 +422,20 @@ func (b *bench) write(out string) error {
 		return err
 	}
 	return plot(b.results, out)
+}
+
+// rewrite writes results.md and the plots again from the folder's
+// results.json.
+func rewrite(out string) error {
+	data, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		return err
+	}
+	b := &bench{}
+	if err := json.Unmarshal(data, &b.results); err != nil {
+		return err
+	}
+	return b.write(out)
 }
 
 // sysctl sets a kernel setting (below /proc/sys) for the run, and gives

@@ -91,10 +91,32 @@ func table(results []result) string {
 	return b.String()
 }
 
-// plot draws, with gnuplot, each command's median time and requests (but
-// those for logs) against the pods of a PyTorchJob in an AppWrapper, one
-// line a command and tool, into scale.png; and the time of the commands
-// that read many jobs against the jobs of a namespace, into jobs.png.
+// The plots: which commands each shows (those whose cost could grow; the
+// others are in the tables), a color each, and a dash for each tool.
+var (
+	timed     = []string{"status", "list", "logs", "delete", "submit --wait until Running"}
+	counted   = []string{"status", "list", "logs", "logs -f", "delete", "submit --wait until Running"}
+	listed    = []string{"list", "list -o json", "list -A", "status", "completion"}
+	toolDash  = map[string]int{"generator": 1, "before": 2, "kubectl": 3}
+	toolTitle = map[string]string{"generator": "", "before": " (before)", "kubectl": " (kubectl)"}
+	colors    = map[string]int{"status": 1, "list": 2, "logs": 3, "delete": 4, "submit --wait until Running": 5, "logs -f": 6,
+		"list -o json": 7, "list -A": 8, "completion": 9}
+)
+
+// unasked are the requests of a run but those for the logs the user asked
+// for (logs, logs -f): what must not grow with the pods.
+func unasked(r result) int {
+	if r.Command == "logs" || r.Command == "logs -f" {
+		return r.Median.Requests - r.Median.LogRequests
+	}
+	return r.Median.Requests
+}
+
+// plot draws, with gnuplot, into scale.png: for a PyTorchJob in an
+// AppWrapper, the median time of the commands (timed) and their requests
+// but those for the logs asked for (counted, unasked), against its pods, the earlier commit's
+// dashed and kubectl's dotted; and into jobs.png, the time of the commands
+// that read many jobs (listed) against the jobs of a namespace.
 func plot(results []result, out string) error {
 	if _, err := exec.LookPath("gnuplot"); err != nil {
 		return nil // the tables say it all
@@ -103,60 +125,63 @@ func plot(results []result, out string) error {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return err
 	}
-	series := func(prefix string, of func(result) (int, bool)) []line {
-		var out []line
-		points := map[string]*strings.Builder{}
-		for _, r := range results {
-			size, ok := of(r)
-			if !ok {
-				continue
+	// series writes the points of the commands of a plot, a file a
+	// command and tool, and gives its lines.
+	series := func(name string, column int, commands []string, of func(result) (int, bool), tools ...string) []line {
+		var lines []line
+		for i, command := range commands {
+			for _, tool := range tools {
+				var b strings.Builder
+				for _, r := range results {
+					if size, ok := of(r); ok && r.Command == command && r.Tool == tool {
+						fmt.Fprintf(&b, "%d %f %d\n", size, r.Median.Seconds, unasked(r))
+					}
+				}
+				if b.Len() == 0 {
+					continue
+				}
+				file := filepath.Join(data, fmt.Sprintf("%s-%d-%s.dat", name, i, tool))
+				if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+					log.Print(err)
+					continue
+				}
+				lines = append(lines, line{file: file, title: command + toolTitle[tool], column: column, color: colors[command], dash: toolDash[tool]})
 			}
-			title := r.Command
-			if r.Tool != "generator" {
-				title += " (" + r.Tool + ")"
-			}
-			if points[title] == nil {
-				points[title] = &strings.Builder{}
-				file := filepath.Join(data, fmt.Sprintf("%s-%02d.dat", prefix, len(out)))
-				out = append(out, line{file: file, title: title})
-			}
-			fmt.Fprintf(points[title], "%d %f %d\n", size, r.Median.Seconds, r.Median.Requests-r.Median.LogRequests)
 		}
-		for _, l := range out {
-			if err := os.WriteFile(l.file, []byte(points[l.title].String()), 0o644); err != nil {
-				log.Print(err)
-			}
-		}
-		return out
+		return lines
 	}
-	pods := series("pods", func(r result) (int, bool) { return r.Pods, r.Kind == "PyTorchJob" })
-	jobs := series("jobs", func(r result) (int, bool) { return r.Jobs, r.Jobs > 0 })
-	script := fmt.Sprintf(`set terminal pngcairo size 1400,560 font ",10"
+	ofPods := func(r result) (int, bool) { return r.Pods, r.Kind == "PyTorchJob" }
+	time := series("time", 2, timed, ofPods, "generator", "before", "kubectl")
+	requests := series("requests", 3, counted, ofPods, "generator", "before")
+	jobs := series("jobs", 2, listed, func(r result) (int, bool) { return r.Jobs, r.Jobs > 0 }, "generator", "before", "kubectl")
+	if len(time) == 0 || len(jobs) == 0 {
+		return nil
+	}
+	script := fmt.Sprintf(`set terminal pngcairo size 1400,520 font ",11"
 set output %q
-set multiplot layout 1,2 title "generator on a PyTorchJob in an AppWrapper, by its pods (simulated cluster, 2 cores)"
+set multiplot layout 1,2 title "a PyTorchJob in an AppWrapper, by its pods: the generator (solid), the commit before (dashed), kubectl (dotted); simulated cluster, 2 cores"
 set logscale x 2
-set logscale y
-set key outside right top font ",8"
+set xtics (1, 64, 256, 1024)
 set grid
+set key top left font ",9"
 set xlabel "pods"
+set logscale y
 set ylabel "median wall time (s)"
 plot %s
-set ylabel "requests (not counting logs)"
-unset logscale y
+set ylabel "requests to the API server, but the logs asked for"
+set logscale y
 plot %s
 unset multiplot
+set terminal pngcairo size 900,480 font ",11"
 set output %q
-set terminal pngcairo size 900,480 font ",10"
 set title "commands that read many jobs, by the jobs of the namespace"
 set logscale x 10
+set xtics (10, 1000, 5000)
 set logscale y
 set xlabel "jobs in the namespace"
 set ylabel "median wall time (s)"
 plot %s
-`, filepath.Join(out, "scale.png"), plotEach(pods, "1:2"), plotEach(pods, "1:3"), filepath.Join(out, "jobs.png"), plotEach(jobs, "1:2"))
-	if len(pods) == 0 || len(jobs) == 0 {
-		return nil
-	}
+`, filepath.Join(out, "scale.png"), plotEach(time), plotEach(requests), filepath.Join(out, "jobs.png"), plotEach(jobs))
 	cmd := exec.Command("gnuplot")
 	cmd.Stdin = strings.NewReader(script)
 	if output, err := cmd.CombinedOutput(); err != nil {
@@ -165,14 +190,18 @@ plot %s
 	return nil
 }
 
-// line is a line of a plot: the file of its points, and its title.
-type line struct{ file, title string }
+// line is a line of a plot: the file of its points (size, seconds,
+// requests), the column plotted, its title, its color and its dash.
+type line struct {
+	file, title         string
+	column, color, dash int
+}
 
-// plotEach is a plot command's list of lines, with the columns plotted.
-func plotEach(lines []line, columns string) string {
+// plotEach is a plot command's list of lines.
+func plotEach(lines []line) string {
 	var parts []string
 	for _, l := range lines {
-		parts = append(parts, fmt.Sprintf("%q using %s with linespoints title %q", l.file, columns, l.title))
+		parts = append(parts, fmt.Sprintf("%q using 1:%d with linespoints lc %d dt %d lw 2 title %q", l.file, l.column, l.color, l.dash, l.title))
 	}
 	return strings.Join(parts, ", \\\n  ")
 }
