@@ -15,9 +15,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	restclient "k8s.io/client-go/rest"
+	restwatch "k8s.io/client-go/rest/watch"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -92,4 +96,36 @@ func TestPodClient(t *testing.T) {
 	require.Equal(t, "42", list.ResourceVersion)
 	require.Len(t, list.Items, 1)
 	require.Equal(t, corev1.PodRunning, list.Items[0].Status.Phase)
+}
+
+// The pods are watched in protobuf too: the client asks for it, and reads
+// the stream's events as pods.
+func TestPodWatch(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, corev1.AddToScheme(scheme))
+	codecs := serializer.NewCodecFactory(scheme)
+	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	require.True(t, ok)
+	var accepted, asked string
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		accepted, asked = r.Header.Get("Accept"), r.URL.Path+"?"+r.URL.RawQuery
+		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf+";stream=watch")
+		encoder := restwatch.NewEncoder(streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(w), info.StreamSerializer.Serializer),
+			codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion))
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "demo-master-0", ResourceVersion: "7"}, Status: corev1.PodStatus{Phase: corev1.PodFailed}}
+		require.NoError(t, encoder.Encode(&watch.Event{Type: watch.Modified, Object: pod}))
+	}))
+	defer server.Close()
+	client, err := coreClient(&restclient.Config{Host: server.URL})
+	require.NoError(t, err)
+	w, err := restPods{client: client}.Watch(context.Background(), "ml", metav1.ListOptions{LabelSelector: "a=b", ResourceVersion: "5"})
+	require.NoError(t, err)
+	defer w.Stop()
+	event := <-w.ResultChan()
+	require.Equal(t, watch.Modified, event.Type)
+	pod, ok := event.Object.(*corev1.Pod)
+	require.True(t, ok, "%T", event.Object)
+	require.Equal(t, corev1.PodFailed, pod.Status.Phase)
+	require.True(t, strings.HasPrefix(accepted, runtime.ContentTypeProtobuf), accepted)
+	require.Equal(t, "/api/v1/namespaces/ml/pods?labelSelector=a%3Db&resourceVersion=5&watch=true", asked)
 }

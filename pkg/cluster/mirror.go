@@ -20,8 +20,8 @@ import (
 )
 
 // listWatch lists and watches objects of one resource in one namespace;
-// typed, when not nil, reads the objects of a watch's events as list
-// gives them.
+// typed, when not nil, reads the objects of a watch's events that come
+// unstructured as list gives them (a fake PodSource's).
 type listWatch struct {
 	list  func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error)
 	watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
@@ -47,10 +47,12 @@ func (c *Client) objects(resource schema.GroupVersionResource, namespace string)
 	}
 }
 
-// podObjects lists pods with the PodSource, and watches them with the
-// dynamic client (an event is one pod), as *corev1.Pod.
+// podObjects lists and watches pods with the PodSource, as *corev1.Pod.
 func (c *Client) podObjects(namespace string) listWatch {
-	lw := c.objects(pods, namespace)
+	var lw listWatch
+	lw.watch = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		return c.PodSource.Watch(ctx, namespace, opts)
+	}
 	lw.list = func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
 		list, err := c.listPods(ctx, namespace, opts)
 		if err != nil {

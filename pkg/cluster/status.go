@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	restclient "k8s.io/client-go/rest"
 
 	"github.com/torchwrap/generator/pkg/accelerator"
@@ -401,10 +402,12 @@ func (c *Client) note(notes *[]string, what string, err error) error {
 	return nil
 }
 
-// PodSource lists pods: the API server's core/v1 (restPods), or a fake in
-// tests.
+// PodSource lists and watches pods: the API server's core/v1 (restPods),
+// or a fake in tests. A watch's events hold *corev1.Pod (a fake's may hold
+// them unstructured).
 type PodSource interface {
 	Pods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error)
+	Watch(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
 // restPods lists pods with a REST client of core/v1, in protobuf.
@@ -414,6 +417,11 @@ func (r restPods) Pods(ctx context.Context, namespace string, opts metav1.ListOp
 	list := &corev1.PodList{}
 	err := r.client.Get().Namespace(namespace).Resource("pods").VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(list)
 	return list, err
+}
+
+func (r restPods) Watch(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	return r.client.Get().Namespace(namespace).Resource("pods").VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
 }
 
 // podsOf lists a job's pods: by the label its controller gives them, or (T9k)

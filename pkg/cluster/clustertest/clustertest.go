@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	discoveryfake "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -186,8 +187,8 @@ func (f Fake) Clients(t testing.TB) (*dynamicfake.FakeDynamicClient, *discoveryf
 	return dyn, disc
 }
 
-// Pods lists the pods of a fake cluster's dynamic client, as the API
-// server's core/v1 would (cluster.PodSource).
+// Pods lists and watches the pods of a fake cluster's dynamic client, as
+// the API server's core/v1 would (cluster.PodSource).
 type Pods struct{ Dynamic dynamic.Interface }
 
 var pods = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
@@ -206,4 +207,10 @@ func (p Pods) Pods(ctx context.Context, namespace string, opts metav1.ListOption
 		out.Items = append(out.Items, pod)
 	}
 	return out, nil
+}
+
+// Watch watches the pods with the dynamic client: its events hold them
+// unstructured.
+func (p Pods) Watch(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
+	return p.Dynamic.Resource(pods).Namespace(namespace).Watch(ctx, opts)
 }
