@@ -330,21 +330,21 @@ func kueueResource(version, resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: version, Resource: resource}
 }
 
-// listKueue lists a resource of Kueue's API in a namespace ("": in all).
-// Until the version the cluster serves is known, it asks the newest first:
-// a list of a version not served is answered 404, so the list itself
-// finds the version, without a question to discovery first.
-func (c *Client) listKueue(ctx context.Context, resource, namespace string, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+// listKueue lists a resource of Kueue's API in a namespace ("": in all), a
+// page at a time, handing each page's items to take. Until the version the
+// cluster serves is known, it asks the newest first: a list of a version
+// not served is answered 404, so the list itself finds the version,
+// without a question to discovery first.
+func (c *Client) listKueue(ctx context.Context, resource, namespace string, opts metav1.ListOptions, take func([]unstructured.Unstructured) error) error {
 	c.mu.Lock()
-	known := c.kueueVersion
-	c.mu.Unlock()
-	if known != "" {
-		return c.Dynamic.Resource(kueueResource(known, resource)).Namespace(namespace).List(ctx, opts)
+	versions := kueueVersions
+	if c.kueueVersion != "" {
+		versions = []string{c.kueueVersion}
 	}
+	c.mu.Unlock()
 	var err error
-	for _, v := range kueueVersions {
-		var list *unstructured.UnstructuredList
-		list, err = c.Dynamic.Resource(kueueResource(v, resource)).Namespace(namespace).List(ctx, opts)
+	for _, v := range versions {
+		err = eachPage(ctx, c.Dynamic.Resource(kueueResource(v, resource)).Namespace(namespace), opts, take)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
@@ -353,9 +353,9 @@ func (c *Client) listKueue(ctx context.Context, resource, namespace string, opts
 			c.kueueVersion = v
 			c.mu.Unlock()
 		}
-		return list, err
+		return err
 	}
-	return nil, err
+	return err
 }
 
 // remember keeps a job that was found, for the next reading of it (take).

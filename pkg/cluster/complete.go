@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Complete completes a job's name as a command line gives it (NAME, or
@@ -21,17 +23,10 @@ func (c *Client) Complete(ctx context.Context, namespace, typed string) ([]strin
 		}
 		among, prefix, kindWord = []*kind{k}, rest, word+"/"
 	}
-	lists, errs := c.listEach(ctx, namespace, "", among)
 	var ours, all []string
-	for i, list := range lists {
-		if err := c.Unreached(errs[i]); err != nil {
-			return nil, err
-		}
-		if errs[i] != nil {
-			continue // not served here, or not to be listed
-		}
-		for j := range list.Items {
-			obj := &list.Items[j]
+	errs := c.eachJob(ctx, namespace, "", among, func(_ *kind, items []unstructured.Unstructured) {
+		for i := range items {
+			obj := &items[i]
 			if made(obj) || !strings.HasPrefix(obj.GetName(), prefix) {
 				continue
 			}
@@ -39,6 +34,12 @@ func (c *Client) Complete(ctx context.Context, namespace, typed string) ([]strin
 			if obj.GetAnnotations()[Marker] != "" {
 				ours = append(ours, kindWord+obj.GetName())
 			}
+		}
+	})
+	// Kinds not served here, or not to be listed, are left out.
+	for _, err := range errs {
+		if err := c.Unreached(err); err != nil {
+			return nil, err
 		}
 	}
 	if len(ours) > 0 {

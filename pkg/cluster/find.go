@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	settingsschema "github.com/torchwrap/generator/schema"
 )
@@ -240,35 +241,62 @@ type NoSuchJob struct {
 
 func (e NoSuchJob) Error() string { return e.message }
 
-// listEach lists the jobs of each kind among in a namespace ("": in every
-// namespace) that match a label selector, all at once: lists[i] and
-// errs[i] are among[i]'s.
-func (c *Client) listEach(ctx context.Context, namespace, selector string, among []*kind) ([]*unstructured.UnstructuredList, []error) {
-	lists := make([]*unstructured.UnstructuredList, len(among))
+// pageSize is how many objects a list asks for at once: the jobs of a
+// namespace of thousands, their Workloads and pods are read a page at a
+// time, each taken in before the next is asked for, so that the memory
+// does not grow with them.
+const pageSize = 500
+
+// eachPage lists a resource a page at a time, handing each page's items
+// to take.
+func eachPage(ctx context.Context, client dynamic.ResourceInterface, opts metav1.ListOptions, take func([]unstructured.Unstructured) error) error {
+	opts.Limit = pageSize
+	for {
+		list, err := client.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if err := take(list.Items); err != nil {
+			return err
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return nil
+		}
+	}
+}
+
+// eachJob lists the jobs of each kind among in a namespace ("": in every
+// namespace) that match a label selector, all kinds at once, a page at a
+// time, and hands each page to take, one page at a time: errs[i] is why
+// among[i]'s could not be listed.
+func (c *Client) eachJob(ctx context.Context, namespace, selector string, among []*kind, take func(k *kind, items []unstructured.Unstructured)) []error {
 	errs := make([]error, len(among))
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, k := range among {
 		wg.Go(func() {
-			lists[i], errs[i] = c.Dynamic.Resource(k.resource).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			errs[i] = eachPage(ctx, c.Dynamic.Resource(k.resource).Namespace(namespace), metav1.ListOptions{LabelSelector: selector},
+				func(items []unstructured.Unstructured) error {
+					mu.Lock()
+					defer mu.Unlock()
+					take(k, items)
+					return nil
+				})
 		})
 	}
 	wg.Wait()
-	return lists, errs
+	return errs
 }
 
 // jobNames are the names of the jobs in a namespace, of the kinds among
 // that the cluster serves and lets the user list.
 func (c *Client) jobNames(ctx context.Context, namespace string, among []*kind) []string {
-	lists, errs := c.listEach(ctx, namespace, "", among)
 	var names []string
-	for i, list := range lists {
-		if errs[i] != nil {
-			continue
-		}
-		for _, item := range list.Items {
+	c.eachJob(ctx, namespace, "", among, func(_ *kind, items []unstructured.Unstructured) {
+		for _, item := range items {
 			names = append(names, item.GetName())
 		}
-	}
+	})
 	slices.Sort(names)
 	return slices.Compact(names)
 }

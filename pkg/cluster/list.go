@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -36,12 +37,15 @@ type Listing struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// List lists the jobs in a namespace, or in all: one list of each kind the
-// cluster serves, one of Workloads and one of pods, joined here, and one
-// question to Kueue's visibility API for each LocalQueue that holds queued
-// jobs. A job another job made (an AppWrapper's component, a TrainJob's
-// JobSet) is part of that one. The error is Unreachable when the cluster
-// does not answer.
+// List lists the jobs in a namespace, or in all: its Workloads and its
+// pods first (at once), then the jobs of each kind the cluster serves (all
+// kinds at once), each a page at a time, each job's picture made as its
+// page comes; and one question to Kueue's visibility API for each
+// LocalQueue that holds queued jobs. Never one round trip per job, and the
+// memory grows with the jobs' pictures, not with their objects. A job
+// another job made (an AppWrapper's component, a TrainJob's JobSet) is
+// part of that one. The error is Unreachable when the cluster does not
+// answer.
 func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	var out Listing
 	note := func(format string, args ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, args...)) }
@@ -49,48 +53,27 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	if opts.Namespace == "" {
 		where = "in all namespaces"
 	}
-	lists, errs := c.listEach(ctx, opts.Namespace, opts.Selector, kinds)
-	var jobs []*unstructured.Unstructured
-	for i, k := range kinds {
-		switch err := errs[i]; {
-		case err == nil:
-		case c.Unreached(err) != nil:
+	var owned map[types.UID]*workload
+	var pods podIndex
+	var wlErr, podsErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { owned, wlErr = c.workloads(ctx, opts.Namespace, "") })
+	wg.Go(func() { pods, podsErr = c.podIndex(ctx, opts.Namespace) })
+	wg.Wait()
+	for _, err := range []error{wlErr, podsErr} {
+		if c.Unreached(err) != nil {
 			return out, c.Unreached(err)
-		case apierrors.IsNotFound(err):
-			continue // not served here
-		case apierrors.IsForbidden(err):
-			note("%s: you may not list them %s (RBAC: list on %s)", Plural(k.name), where, k.resource.GroupResource())
-			continue
-		case apierrors.IsBadRequest(err):
-			return out, fmt.Errorf("-l %s: %s", opts.Selector, Message(err))
-		default:
-			return out, fmt.Errorf("listing %s: %w", Plural(k.name), err)
-		}
-		for j := range lists[i].Items {
-			obj := &lists[i].Items[j]
-			if (opts.Everyone || obj.GetAnnotations()[Marker] != "") && !made(obj) {
-				jobs = append(jobs, obj)
-			}
 		}
 	}
-	if len(jobs) == 0 {
-		return out, nil
-	}
-	owned, err := c.workloads(ctx, opts.Namespace, "")
-	switch {
+	switch err := wlErr; {
 	case err == nil, apierrors.IsNotFound(err):
-	case c.Unreached(err) != nil:
-		return out, c.Unreached(err)
 	case apierrors.IsForbidden(err):
 		note("Kueue Workloads: you may not list them %s (RBAC: list on workloads.kueue.x-k8s.io): why a job waits is not known", where)
 	default:
 		note("Kueue Workloads: %v", err)
 	}
-	pods, podsErr := c.podIndex(ctx, opts.Namespace)
 	switch err := podsErr; {
 	case err == nil:
-	case c.Unreached(err) != nil:
-		return out, c.Unreached(err)
 	case apierrors.IsForbidden(err):
 		note("pods: you may not list them %s (RBAC: list on pods): their counts are not known", where)
 	default:
@@ -100,28 +83,48 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	// cluster: one list there too, for each worker that runs some.
 	on := map[*Client]podIndex{c: pods}
 	unread := map[string]bool{}
-	for _, obj := range jobs {
-		wl := owned[obj.GetUID()]
-		holder, worker, err := c.holder(ctx, wl)
-		index := on[holder]
-		if _, listed := on[holder]; err == nil && !listed {
-			index, err = holder.podIndex(ctx, opts.Namespace)
-			on[holder] = index
+	errs := c.eachJob(ctx, opts.Namespace, opts.Selector, kinds, func(_ *kind, items []unstructured.Unstructured) {
+		for i := range items {
+			obj := &items[i]
+			if !opts.Everyone && obj.GetAnnotations()[Marker] == "" || made(obj) {
+				continue
+			}
+			wl := owned[obj.GetUID()]
+			holder, worker, err := c.holder(ctx, wl)
+			index := on[holder]
+			if _, listed := on[holder]; err == nil && !listed {
+				index, err = holder.podIndex(ctx, opts.Namespace)
+				on[holder] = index
+			}
+			if err != nil && !unread[worker.Name] {
+				unread[worker.Name] = true
+				note("pods on worker cluster %s: %v", worker.Name, err)
+			}
+			podsRead := err == nil && (holder != c || podsErr == nil) && (holder == c || !unread[worker.Name])
+			s, err := picture(obj, index.of(obj), wl)
+			s.Worker, s.Pods.Unread = worker, !podsRead
+			if err != nil {
+				// One job whose status cannot be read does not hide the others.
+				note("%v", err)
+				continue
+			}
+			if len(opts.States) == 0 || slices.Contains(opts.States, s.State) {
+				out.Jobs = append(out.Jobs, s)
+			}
 		}
-		if err != nil && !unread[worker.Name] {
-			unread[worker.Name] = true
-			note("pods on worker cluster %s: %v", worker.Name, err)
-		}
-		podsRead := err == nil && (holder != c || podsErr == nil) && (holder == c || !unread[worker.Name])
-		s, err := picture(obj, index.of(obj), wl)
-		s.Worker, s.Pods.Unread = worker, !podsRead
-		if err != nil {
-			// One job whose status cannot be read does not hide the others.
-			note("%v", err)
-			continue
-		}
-		if len(opts.States) == 0 || slices.Contains(opts.States, s.State) {
-			out.Jobs = append(out.Jobs, s)
+	})
+	for i, k := range kinds {
+		switch err := errs[i]; {
+		case err == nil, apierrors.IsNotFound(err):
+			// A kind not served here answers 404.
+		case c.Unreached(err) != nil:
+			return out, c.Unreached(err)
+		case apierrors.IsForbidden(err):
+			note("%s: you may not list them %s (RBAC: list on %s)", Plural(k.name), where, k.resource.GroupResource())
+		case apierrors.IsBadRequest(err):
+			return out, fmt.Errorf("-l %s: %s", opts.Selector, Message(err))
+		default:
+			return out, fmt.Errorf("listing %s: %w", Plural(k.name), err)
 		}
 	}
 	c.placeAll(ctx, out.Jobs, note)
@@ -173,11 +176,18 @@ type podIndex struct {
 
 func (c *Client) podIndex(ctx context.Context, namespace string) (podIndex, error) {
 	index := podIndex{labelled: map[string][]corev1.Pod{}, owned: map[types.UID][]corev1.Pod{}}
-	list, err := c.listPods(ctx, namespace, metav1.ListOptions{})
-	if err != nil {
-		return index, err
+	var all []corev1.Pod
+	opts := metav1.ListOptions{Limit: pageSize}
+	for {
+		list, err := c.listPods(ctx, namespace, opts)
+		if err != nil {
+			return index, err
+		}
+		all = append(all, list.Items...)
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			break
+		}
 	}
-	all := list.Items
 	labels := map[string]bool{}
 	for _, k := range kinds {
 		if k.podLabel != "" {

@@ -170,9 +170,10 @@ func TestListErrors(t *testing.T) {
 	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
 	require.NoError(t, err)
 	require.Len(t, list.Jobs, 3)
+	// In the order they were read: the Workloads first.
 	require.Equal(t, []string{
-		`TrainJobs: you may not list them in namespace "ml" (RBAC: list on trainjobs.trainer.kubeflow.org)`,
 		`Kueue Workloads: you may not list them in namespace "ml" (RBAC: list on workloads.kueue.x-k8s.io): why a job waits is not known`,
+		`TrainJobs: you may not list them in namespace "ml" (RBAC: list on trainjobs.trainer.kubeflow.org)`,
 	}, list.Notes)
 	// Pods the user may not list are not counted as none.
 	client = listed(t, func(dyn *dynamicfake.FakeDynamicClient) {

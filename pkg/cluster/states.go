@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/torchwrap/generator/pkg/failure"
 )
@@ -281,10 +282,12 @@ func problem(pod corev1.Pod) string {
 	return ""
 }
 
-// workload is the part of a Kueue Workload that status reads.
+// workload is the part of a Kueue Workload that status reads: of its
+// metadata, its names and owners, not what is most of its bytes (its
+// managedFields), which a list of thousands would read for nothing.
 type workload struct {
-	metav1.ObjectMeta `json:"metadata"`
-	Spec              struct {
+	workloadMeta `json:"metadata"`
+	Spec         struct {
 		QueueName string `json:"queueName"`
 		// Active is false for a Workload held (kueuectl stop workload,
 		// generator stop); nil is true.
@@ -309,6 +312,13 @@ type workload struct {
 		// Workload to, none of which has admitted it yet.
 		NominatedClusterNames []string `json:"nominatedClusterNames"`
 	} `json:"status"`
+}
+
+type workloadMeta struct {
+	Name            string                  `json:"name"`
+	Namespace       string                  `json:"namespace"`
+	UID             types.UID               `json:"uid"`
+	OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 }
 
 // fromWorkload adds what Kueue says: the queue, and why a job waits.

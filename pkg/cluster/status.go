@@ -466,23 +466,23 @@ func (c *Client) workloadOf(ctx context.Context, obj *unstructured.Unstructured)
 }
 
 // workloads lists the Workloads of a namespace ("": of all) that a label
-// selector selects ("": all), by the uid of the job that owns each.
+// selector selects ("": all), a page at a time, by the uid of the job that
+// owns each.
 func (c *Client) workloads(ctx context.Context, namespace, selector string) (map[types.UID]*workload, error) {
-	list, err := c.listKueue(ctx, "workloads", namespace, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, err
-	}
 	owned := map[types.UID]*workload{}
-	for _, item := range list.Items {
-		var wl workload
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &wl); err != nil {
-			return nil, fmt.Errorf("reading Workload %s: %w", item.GetName(), err)
+	err := c.listKueue(ctx, "workloads", namespace, metav1.ListOptions{LabelSelector: selector}, func(items []unstructured.Unstructured) error {
+		for _, item := range items {
+			var wl workload
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &wl); err != nil {
+				return fmt.Errorf("reading Workload %s: %w", item.GetName(), err)
+			}
+			for _, ref := range wl.OwnerReferences {
+				owned[ref.UID] = &wl
+			}
 		}
-		for _, ref := range wl.OwnerReferences {
-			owned[ref.UID] = &wl
-		}
-	}
-	return owned, nil
+		return nil
+	})
+	return owned, err
 }
 
 // positions asks Kueue's visibility API for the places of the Workloads
