@@ -7,6 +7,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -79,9 +80,11 @@ type Client struct {
 
 	Dynamic   dynamic.Interface
 	Discovery discovery.ServerResourcesInterfaceWithContext
-	// LogSource reads the logs of pods; PodSource lists pods.
-	LogSource LogSource
-	PodSource PodSource
+	// LogSource reads the logs of pods; PodSource lists and watches pods;
+	// ObjectSource lists the jobs and their Workloads.
+	LogSource    LogSource
+	PodSource    PodSource
+	ObjectSource ObjectSource
 	// Namespace is the namespace of -n, else of the kubeconfig's context,
 	// else default.
 	Namespace string
@@ -220,8 +223,14 @@ func (f *Flags) client(overrides *clientcmd.ConfigOverrides, userAgent string, w
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
+	listConfig := restclient.CopyConfig(rest)
+	listConfig.Timeout = 0
+	lists, err := coreClient(listConfig)
+	if err != nil {
+		return nil, Unreachable{Err: err}
+	}
 	return &Client{Dynamic: dyn, Discovery: disc, LogSource: restLogs{client: logs}, PodSource: restPods{client: podList},
-		Namespace: namespace, Server: rest.Host}, nil
+		ObjectSource: restObjects{client: lists}, Namespace: namespace, Server: rest.Host}, nil
 }
 
 // coreClient is a REST client of core/v1, for pods/log and the lists of
@@ -330,12 +339,12 @@ func kueueResource(version, resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: version, Resource: resource}
 }
 
-// listKueue lists a resource of Kueue's API in a namespace ("": in all), a
-// page at a time, handing each page's items to take. Until the version the
-// cluster serves is known, it asks the newest first: a list of a version
-// not served is answered 404, so the list itself finds the version,
-// without a question to discovery first.
-func (c *Client) listKueue(ctx context.Context, resource, namespace string, opts metav1.ListOptions, take func([]unstructured.Unstructured) error) error {
+// listKueue lists a resource of Kueue's API in a namespace ("": in all),
+// handing each object's JSON to take as it is read. Until the version the cluster
+// serves is known, it asks the newest first: a list of a version not
+// served is answered 404, so the list itself finds the version, without a
+// question to discovery first.
+func (c *Client) listKueue(ctx context.Context, resource, namespace string, opts metav1.ListOptions, take func(json.RawMessage) error) error {
 	c.mu.Lock()
 	versions := kueueVersions
 	if c.kueueVersion != "" {
@@ -344,7 +353,7 @@ func (c *Client) listKueue(ctx context.Context, resource, namespace string, opts
 	c.mu.Unlock()
 	var err error
 	for _, v := range versions {
-		err = eachPage(ctx, c.Dynamic.Resource(kueueResource(v, resource)).Namespace(namespace), opts, take)
+		err = c.ObjectSource.Each(ctx, kueueResource(v, resource), namespace, opts, take)
 		if apierrors.IsNotFound(err) {
 			continue
 		}

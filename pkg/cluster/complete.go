@@ -2,10 +2,11 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Complete completes a job's name as a command line gives it (NAME, or
@@ -24,16 +25,13 @@ func (c *Client) Complete(ctx context.Context, namespace, typed string) ([]strin
 		among, prefix, kindWord = []*kind{k}, rest, word+"/"
 	}
 	var ours, all []string
-	errs := c.eachJob(ctx, namespace, "", among, func(_ *kind, items []unstructured.Unstructured) {
-		for i := range items {
-			obj := &items[i]
-			if made(obj) || !strings.HasPrefix(obj.GetName(), prefix) {
-				continue
-			}
-			all = append(all, kindWord+obj.GetName())
-			if obj.GetAnnotations()[Marker] != "" {
-				ours = append(ours, kindWord+obj.GetName())
-			}
+	errs := c.eachJob(ctx, namespace, "", among, func(_ *kind, meta *metav1.PartialObjectMetadata, _ json.RawMessage) {
+		if made(meta) || !strings.HasPrefix(meta.Name, prefix) {
+			return
+		}
+		all = append(all, kindWord+meta.Name)
+		if meta.Annotations[Marker] != "" {
+			ours = append(ours, kindWord+meta.Name)
 		}
 	})
 	// Kinds not served here, or not to be listed, are left out.

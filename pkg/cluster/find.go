@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	settingsschema "github.com/torchwrap/generator/schema"
 )
@@ -241,47 +242,27 @@ type NoSuchJob struct {
 
 func (e NoSuchJob) Error() string { return e.message }
 
-// pageSize is how many objects a list asks for at once: the jobs of a
-// namespace of thousands, their Workloads and pods are read a page at a
-// time, each taken in before the next is asked for, so that the memory
-// does not grow with them.
-const pageSize = 500
-
-// eachPage lists a resource a page at a time, handing each page's items
-// to take.
-func eachPage(ctx context.Context, client dynamic.ResourceInterface, opts metav1.ListOptions, take func([]unstructured.Unstructured) error) error {
-	opts.Limit = pageSize
-	for {
-		list, err := client.List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		if err := take(list.Items); err != nil {
-			return err
-		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return nil
-		}
-	}
-}
-
 // eachJob lists the jobs of each kind among in a namespace ("": in every
-// namespace) that match a label selector, all kinds at once, a page at a
-// time, and hands each page to take, one page at a time: errs[i] is why
-// among[i]'s could not be listed.
-func (c *Client) eachJob(ctx context.Context, namespace, selector string, among []*kind, take func(k *kind, items []unstructured.Unstructured)) []error {
+// namespace) that match a label selector, all kinds at once, and hands
+// each job to take as it is read, one at a time: its metadata, and its
+// JSON to read it whole when it is wanted. errs[i] is why among[i]'s could
+// not be listed.
+func (c *Client) eachJob(ctx context.Context, namespace, selector string, among []*kind, take func(k *kind, meta *metav1.PartialObjectMetadata, raw json.RawMessage)) []error {
 	errs := make([]error, len(among))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, k := range among {
 		wg.Go(func() {
-			errs[i] = eachPage(ctx, c.Dynamic.Resource(k.resource).Namespace(namespace), metav1.ListOptions{LabelSelector: selector},
-				func(items []unstructured.Unstructured) error {
-					mu.Lock()
-					defer mu.Unlock()
-					take(k, items)
-					return nil
-				})
+			errs[i] = c.ObjectSource.Each(ctx, k.resource, namespace, metav1.ListOptions{LabelSelector: selector}, func(raw json.RawMessage) error {
+				meta := &metav1.PartialObjectMetadata{}
+				if err := utiljson.Unmarshal(raw, meta); err != nil {
+					return fmt.Errorf("reading %s: %w", Indefinite(k.name), err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				take(k, meta, raw)
+				return nil
+			})
 		})
 	}
 	wg.Wait()
@@ -292,11 +273,7 @@ func (c *Client) eachJob(ctx context.Context, namespace, selector string, among 
 // that the cluster serves and lets the user list.
 func (c *Client) jobNames(ctx context.Context, namespace string, among []*kind) []string {
 	var names []string
-	c.eachJob(ctx, namespace, "", among, func(_ *kind, items []unstructured.Unstructured) {
-		for _, item := range items {
-			names = append(names, item.GetName())
-		}
-	})
+	c.eachJob(ctx, namespace, "", among, func(_ *kind, meta *metav1.PartialObjectMetadata, _ json.RawMessage) { names = append(names, meta.Name) })
 	slices.Sort(names)
 	return slices.Compact(names)
 }

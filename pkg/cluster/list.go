@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -37,13 +38,14 @@ type Listing struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// List lists the jobs in a namespace, or in all: its Workloads and its
-// pods first (at once), then the jobs of each kind the cluster serves (all
-// kinds at once), each a page at a time, each job's picture made as its
-// page comes; and one question to Kueue's visibility API for each
-// LocalQueue that holds queued jobs. Never one round trip per job, and the
-// memory grows with the jobs' pictures, not with their objects. A job
-// another job made (an AppWrapper's component, a TrainJob's JobSet) is
+// List lists the jobs in a namespace, or in all: its Workloads, its pods
+// and the jobs of each kind the cluster serves, all at once, each list
+// read as it comes (a Workload's few fields kept, a job's JSON kept as it
+// came, when it is one to show), then each job's picture made, one job read
+// whole at a time; and one question to Kueue's visibility API for each
+// LocalQueue that holds queued jobs. Never one round trip per job, and
+// the memory grows with the jobs' JSON, not with their decoded objects. A
+// job another job made (an AppWrapper's component, a TrainJob's JobSet) is
 // part of that one. The error is Unreachable when the cluster does not
 // answer.
 func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
@@ -56,11 +58,20 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	var owned map[types.UID]*workload
 	var pods podIndex
 	var wlErr, podsErr error
+	var jobs []json.RawMessage
+	var errs []error
 	var wg sync.WaitGroup
 	wg.Go(func() { owned, wlErr = c.workloads(ctx, opts.Namespace, "") })
 	wg.Go(func() { pods, podsErr = c.podIndex(ctx, opts.Namespace) })
+	wg.Go(func() {
+		errs = c.eachJob(ctx, opts.Namespace, opts.Selector, kinds, func(_ *kind, meta *metav1.PartialObjectMetadata, raw json.RawMessage) {
+			if (opts.Everyone || meta.Annotations[Marker] != "") && !made(meta) {
+				jobs = append(jobs, raw)
+			}
+		})
+	})
 	wg.Wait()
-	for _, err := range []error{wlErr, podsErr} {
+	for _, err := range append([]error{wlErr, podsErr}, errs...) {
 		if c.Unreached(err) != nil {
 			return out, c.Unreached(err)
 		}
@@ -79,52 +90,50 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	default:
 		note("pods: %v", err)
 	}
-	// The pods of a job a MultiKueue manager dispatched are on its worker
-	// cluster: one list there too, for each worker that runs some.
-	on := map[*Client]podIndex{c: pods}
-	unread := map[string]bool{}
-	errs := c.eachJob(ctx, opts.Namespace, opts.Selector, kinds, func(_ *kind, items []unstructured.Unstructured) {
-		for i := range items {
-			obj := &items[i]
-			if !opts.Everyone && obj.GetAnnotations()[Marker] == "" || made(obj) {
-				continue
-			}
-			wl := owned[obj.GetUID()]
-			holder, worker, err := c.holder(ctx, wl)
-			index := on[holder]
-			if _, listed := on[holder]; err == nil && !listed {
-				index, err = holder.podIndex(ctx, opts.Namespace)
-				on[holder] = index
-			}
-			if err != nil && !unread[worker.Name] {
-				unread[worker.Name] = true
-				note("pods on worker cluster %s: %v", worker.Name, err)
-			}
-			podsRead := err == nil && (holder != c || podsErr == nil) && (holder == c || !unread[worker.Name])
-			s, err := picture(obj, index.of(obj), wl)
-			s.Worker, s.Pods.Unread = worker, !podsRead
-			if err != nil {
-				// One job whose status cannot be read does not hide the others.
-				note("%v", err)
-				continue
-			}
-			if len(opts.States) == 0 || slices.Contains(opts.States, s.State) {
-				out.Jobs = append(out.Jobs, s)
-			}
-		}
-	})
 	for i, k := range kinds {
 		switch err := errs[i]; {
 		case err == nil, apierrors.IsNotFound(err):
 			// A kind not served here answers 404.
-		case c.Unreached(err) != nil:
-			return out, c.Unreached(err)
 		case apierrors.IsForbidden(err):
 			note("%s: you may not list them %s (RBAC: list on %s)", Plural(k.name), where, k.resource.GroupResource())
 		case apierrors.IsBadRequest(err):
 			return out, fmt.Errorf("-l %s: %s", opts.Selector, Message(err))
 		default:
 			return out, fmt.Errorf("listing %s: %w", Plural(k.name), err)
+		}
+	}
+	// The pods of a job a MultiKueue manager dispatched are on its worker
+	// cluster: one list there too, for each worker that runs some.
+	on := map[*Client]podIndex{c: pods}
+	unread := map[string]bool{}
+	for i, raw := range jobs {
+		jobs[i] = nil // read once, then let go
+		obj, err := objectOf(raw)
+		if err != nil {
+			note("reading a job: %v", err)
+			continue
+		}
+		wl := owned[obj.GetUID()]
+		holder, worker, err := c.holder(ctx, wl)
+		index := on[holder]
+		if _, listed := on[holder]; err == nil && !listed {
+			index, err = holder.podIndex(ctx, opts.Namespace)
+			on[holder] = index
+		}
+		if err != nil && !unread[worker.Name] {
+			unread[worker.Name] = true
+			note("pods on worker cluster %s: %v", worker.Name, err)
+		}
+		podsRead := err == nil && (holder != c || podsErr == nil) && (holder == c || !unread[worker.Name])
+		s, err := picture(obj, index.of(obj), wl)
+		s.Worker, s.Pods.Unread = worker, !podsRead
+		if err != nil {
+			// One job whose status cannot be read does not hide the others.
+			note("%v", err)
+			continue
+		}
+		if len(opts.States) == 0 || slices.Contains(opts.States, s.State) {
+			out.Jobs = append(out.Jobs, s)
 		}
 	}
 	c.placeAll(ctx, out.Jobs, note)
@@ -137,7 +146,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 
 // made tells whether another job made this one: its controller is of a
 // kind the generator makes (an AppWrapper, a TrainJob).
-func made(obj *unstructured.Unstructured) bool {
+func made(obj metav1.Object) bool {
 	owner := metav1.GetControllerOf(obj)
 	return owner != nil && kindNamed(owner.Kind) != nil
 }
@@ -176,18 +185,11 @@ type podIndex struct {
 
 func (c *Client) podIndex(ctx context.Context, namespace string) (podIndex, error) {
 	index := podIndex{labelled: map[string][]corev1.Pod{}, owned: map[types.UID][]corev1.Pod{}}
-	var all []corev1.Pod
-	opts := metav1.ListOptions{Limit: pageSize}
-	for {
-		list, err := c.listPods(ctx, namespace, opts)
-		if err != nil {
-			return index, err
-		}
-		all = append(all, list.Items...)
-		if opts.Continue = list.Continue; opts.Continue == "" {
-			break
-		}
+	list, err := c.listPods(ctx, namespace, metav1.ListOptions{})
+	if err != nil {
+		return index, err
 	}
+	all := list.Items
 	labels := map[string]bool{}
 	for _, k := range kinds {
 		if k.podLabel != "" {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/watch"
 	restclient "k8s.io/client-go/rest"
 
@@ -466,19 +468,18 @@ func (c *Client) workloadOf(ctx context.Context, obj *unstructured.Unstructured)
 }
 
 // workloads lists the Workloads of a namespace ("": of all) that a label
-// selector selects ("": all), a page at a time, by the uid of the job that
-// owns each.
+// selector selects ("": all), each kept as it is read, by the uid of the
+// job that owns it.
 func (c *Client) workloads(ctx context.Context, namespace, selector string) (map[types.UID]*workload, error) {
 	owned := map[types.UID]*workload{}
-	err := c.listKueue(ctx, "workloads", namespace, metav1.ListOptions{LabelSelector: selector}, func(items []unstructured.Unstructured) error {
-		for _, item := range items {
-			var wl workload
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &wl); err != nil {
-				return fmt.Errorf("reading Workload %s: %w", item.GetName(), err)
-			}
-			for _, ref := range wl.OwnerReferences {
-				owned[ref.UID] = &wl
-			}
+	err := c.listKueue(ctx, "workloads", namespace, metav1.ListOptions{LabelSelector: selector}, func(raw json.RawMessage) error {
+		// Its few fields alone, straight from its JSON.
+		var wl workload
+		if err := utiljson.Unmarshal(raw, &wl); err != nil {
+			return fmt.Errorf("reading a Workload: %w", err)
+		}
+		for _, ref := range wl.OwnerReferences {
+			owned[ref.UID] = &wl
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ package clustertest
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -213,4 +214,25 @@ func (p Pods) Pods(ctx context.Context, namespace string, opts metav1.ListOption
 // unstructured.
 func (p Pods) Watch(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
 	return p.Dynamic.Resource(pods).Namespace(namespace).Watch(ctx, opts)
+}
+
+// Objects lists the objects of a fake cluster's dynamic client, as the
+// API server would answer a list (cluster.ObjectSource).
+type Objects struct{ Dynamic dynamic.Interface }
+
+func (o Objects) Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(json.RawMessage) error) error {
+	list, err := o.Dynamic.Resource(resource).Namespace(namespace).List(ctx, opts)
+	if err != nil {
+		return err
+	}
+	for i := range list.Items {
+		raw, err := list.Items[i].MarshalJSON()
+		if err != nil {
+			return err
+		}
+		if err := take(raw); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	restclient "k8s.io/client-go/rest"
+)
+
+// ObjectSource lists the objects of a resource one at a time, as the
+// answer comes: the API server's answer read as a stream (restObjects),
+// or a fake in tests. A list of thousands of jobs, or of their Workloads,
+// is tens of MiB of JSON; read whole, then decoded, it would take as many
+// hundreds of MiB; and it is asked whole, not in pages, which the API
+// server answers from its cache rather than from etcd.
+//
+// Each hands take each object's JSON: a reader decodes it into what it
+// needs (a Workload's few fields, a job as unstructured), or keeps it as
+// it is until it can use it.
+type ObjectSource interface {
+	Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(json.RawMessage) error) error
+}
+
+// objectOf reads an object's JSON as the dynamic client reads it: whole
+// numbers as int64.
+func objectOf(raw json.RawMessage) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	return obj, utiljson.Unmarshal(raw, &obj.Object)
+}
+
+// restObjects lists with a REST client without a timeout (the answer of
+// a large list takes as long as it takes to read; a connection that dies
+// meanwhile is closed by HTTP/2's pings).
+type restObjects struct{ client restclient.Interface }
+
+func (r restObjects) Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(json.RawMessage) error) error {
+	root := "/apis/" + resource.Group
+	if resource.Group == "" {
+		root = "/api"
+	}
+	at := []string{root, resource.Version}
+	if namespace != "" {
+		at = append(at, "namespaces", namespace)
+	}
+	req := r.client.Get().AbsPath(path.Join(append(at, resource.Resource)...)).SetHeader("Accept", "application/json")
+	if opts.LabelSelector != "" {
+		req.Param("labelSelector", opts.LabelSelector)
+	}
+	if opts.FieldSelector != "" {
+		req.Param("fieldSelector", opts.FieldSelector)
+	}
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	return eachItem(body, take)
+}
+
+// eachItem reads a list's JSON, handing each of its items' JSON to take as
+// it is read.
+func eachItem(r io.Reader, take func(json.RawMessage) error) error {
+	dec := json.NewDecoder(r)
+	if err := delim(dec, '{'); err != nil {
+		return err
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if key != "items" {
+			var skipped json.RawMessage
+			if err := dec.Decode(&skipped); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := delim(dec, '['); err != nil {
+			return err
+		}
+		for dec.More() {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return err
+			}
+			if err := take(raw); err != nil {
+				return err
+			}
+		}
+		if err := delim(dec, ']'); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// delim reads the next token of a list's JSON, which must be d.
+func delim(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != d {
+		return fmt.Errorf("reading a list: %v where %v was expected", t, d)
+	}
+	return nil
+}
