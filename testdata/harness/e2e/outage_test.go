@@ -55,7 +55,11 @@ func (s *sim) outages(t *testing.T) {
 func (s *sim) throughOutage(t *testing.T, name, kubeconfig string, outage func()) {
 	submit := s.background(t, "submit", "-f", "allreduce.settings.yaml", "--kubeconfig", kubeconfig, "--wait",
 		"--set", "jobName="+name, "--set", "namespace="+outageNamespace, "--set", "mainProgram=/tmp/programs/allreduce.py --ticks 180")
-	s.waitFor(t, outageNamespace, name+" running", 3*time.Minute, func() bool { return s.appWrapperPhase(t, outageNamespace, name) == "Running" })
+	s.waitFor(t, outageNamespace, name+" running", 3*time.Minute, func() bool {
+		// The AppWrapper may not be there yet: submit is still creating it.
+		phase, _ := s.cluster.Kubectl(nil, "get", "appwrapper", name, "-n", outageNamespace, "-o", "jsonpath={.status.phase}")
+		return phase == "Running"
+	})
 	logs := s.background(t, "logs", "-f", name, "-n", outageNamespace, "--kubeconfig", kubeconfig)
 	time.Sleep(5 * time.Second)
 	began := time.Now()
@@ -91,20 +95,23 @@ func (s *sim) sameLines(t *testing.T, job, followed string) {
 
 // failureWhileDown: a rank fails while the API server is down; once it is
 // back, submit --wait tells the failure from the pod that still shows it,
-// keeps it, and ends with the job's failure; status tells it after.
+// keeps it, and ends with the job's failure; status tells it after. The
+// failing rank is the master's: a bare PyTorchJob whose master succeeded
+// is Succeeded for the training operator, whatever its workers did, and it
+// sees both pods ended at once when the API server comes back.
 func (s *sim) failureWhileDown(t *testing.T) {
 	const name = "outage-failure"
 	submit := s.background(t, "submit", "-f", "allreduce.settings.yaml", "--kubeconfig", "ADMIN", "--wait",
 		"--set", "jobName="+name, "--set", "namespace="+outageNamespace, "--set", "wrapper=none",
-		"--set", "mainProgram=/tmp/programs/allreduce.py --ticks 20 --fail-rank 3 --exit-code 7")
+		"--set", "mainProgram=/tmp/programs/allreduce.py --ticks 20 --fail-rank 1 --exit-code 7")
 	s.waitFor(t, outageNamespace, name+" running", 3*time.Minute, func() bool { return s.runningIn(t, name) == 2 })
 	require.NoError(t, s.cluster.RestartAPIServer(30*time.Second))
 	got := submit.wait(t)
 	require.Equal(t, 1, got.code, got.stderr)
 	require.Contains(t, got.stderr, "cannot be reached since")
-	require.Regexp(t, `attempt 1: rank 3 \(worker-0, local rank 1\) exited 7`, got.stderr)
+	require.Regexp(t, `attempt 1: rank 1 \(master-0, local rank 1\) exited 7`, got.stderr)
 	status := s.generate(t, cases.Path(t), "status", name, "-n", outageNamespace)
-	require.Regexp(t, `cause:\s+attempt 1 failed: rank 3 \(worker-0, local rank 1\) exited 7`, status.stdout)
+	require.Regexp(t, `cause:\s+attempt 1 failed: rank 1 \(master-0, local rank 1\) exited 7`, status.stdout)
 }
 
 // runningIn counts the running pods of a PyTorchJob of the outages.
