@@ -13,6 +13,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	restclient "k8s.io/client-go/rest"
@@ -215,29 +217,34 @@ func (f *Flags) client(overrides *clientcmd.ConfigOverrides, userAgent string, w
 	// (logsAtOnce, or every pod followed), not fewer for a rate.
 	logConfig := restclient.CopyConfig(rest)
 	logConfig.Timeout, logConfig.QPS = 0, -1
-	logs, err := coreClient(logConfig)
+	logs, err := coreClient(logConfig, nil)
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
-	podList, err := coreClient(rest)
+	followed, err := followingClient(logConfig)
+	if err != nil {
+		return nil, Unreachable{Err: err}
+	}
+	podList, err := coreClient(rest, nil)
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
 	listConfig := restclient.CopyConfig(rest)
 	listConfig.Timeout = 0
-	lists, err := coreClient(listConfig)
+	lists, err := coreClient(listConfig, nil)
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
-	return &Client{Dynamic: dyn, Discovery: disc, LogSource: restLogs{client: logs}, PodSource: restPods{client: podList},
+	return &Client{Dynamic: dyn, Discovery: disc, LogSource: restLogs{client: logs, following: followed}, PodSource: restPods{client: podList},
 		ObjectSource: restObjects{client: lists}, Namespace: namespace, Server: rest.Host}, nil
 }
 
 // coreClient is a REST client of core/v1, for pods/log and the lists of
-// pods (the typed clientset would link every API's types for them). It
-// asks for protobuf, which the API server speaks for its own types: a pod
-// in it is a third of its JSON, and is read in a sixth of the time.
-func coreClient(config *restclient.Config) (restclient.Interface, error) {
+// pods (the typed clientset would link every API's types for them), over
+// client (nil: client-go's own for the config). It asks for protobuf,
+// which the API server speaks for its own types: a pod in it is a third of
+// its JSON, and is read in a sixth of the time.
+func coreClient(config *restclient.Config, client *http.Client) (restclient.Interface, error) {
 	config = restclient.CopyConfig(config)
 	config.APIPath = "/api"
 	config.GroupVersion = &schema.GroupVersion{Version: "v1"}
@@ -249,7 +256,42 @@ func coreClient(config *restclient.Config) (restclient.Interface, error) {
 		return nil, err
 	}
 	config.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	return restclient.RESTClientFor(config)
+	if client == nil {
+		return restclient.RESTClientFor(config)
+	}
+	return restclient.RESTClientForConfigAndClient(config, client)
+}
+
+// followedWindow is how many bytes of a followed log the API server may
+// send ahead of what the command has read: HTTP/2's window of each stream,
+// 4 MiB unless said. logs -f of a thousand pods reads a thousand streams at
+// once, each from the start of its log: with 4 MiB each, a log that comes
+// faster than it is printed could hold gigabytes in the command; with
+// 64 KiB, at most 64 MiB, and a stream still carries a megabyte a second
+// at 50 ms from the API server, more than a training log writes.
+const followedWindow = 64 << 10
+
+// followingClient is the REST client of followed logs: connections of its
+// own, whose streams have followedWindow, with client-go's TLS, dialer,
+// proxy, HTTP/2 health checks and credentials of the config.
+func followingClient(config *restclient.Config) (restclient.Interface, error) {
+	tlsConfig, err := restclient.TLSConfigFor(config)
+	if err != nil {
+		return nil, err
+	}
+	dial := config.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	transport := utilnet.SetTransportDefaults(&http.Transport{
+		Proxy: config.Proxy, TLSClientConfig: tlsConfig, DialContext: dial,
+		HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: followedWindow},
+	})
+	wrapped, err := restclient.HTTPWrappersForConfig(config, transport)
+	if err != nil {
+		return nil, err
+	}
+	return coreClient(config, &http.Client{Transport: wrapped})
 }
 
 // BadFlag is the error for a flag that names what is not there: a

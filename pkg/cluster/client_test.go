@@ -40,23 +40,30 @@ func TestKueueInTheNewestVersionServed(t *testing.T) {
 
 // The REST client of pods/log asks the API server's path with the query
 // parameters of the options, reads the text as it is, and reads a refusal
-// as the Status it is.
+// as the Status it is. A followed log is read through the client of its
+// own (followingClient).
 func TestLogClient(t *testing.T) {
 	var asked []string
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked = append(asked, r.URL.Path+"?"+r.URL.RawQuery)
-		if strings.Contains(r.URL.Path, "forbidden") {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusForbidden)
-			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"forbidden\" is forbidden: User \"researcher\" cannot get resource \"pods/log\"","reason":"Forbidden","code":403}`)
-			return
-		}
-		fmt.Fprint(w, "line 1\nline 2\n")
-	}))
+	serve := func(who string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			asked = append(asked, who+" "+r.URL.Path+"?"+r.URL.RawQuery)
+			if strings.Contains(r.URL.Path, "forbidden") {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"forbidden\" is forbidden: User \"researcher\" cannot get resource \"pods/log\"","reason":"Forbidden","code":403}`)
+				return
+			}
+			fmt.Fprint(w, "line 1\nline 2\n")
+		}))
+	}
+	server, followServer := serve("client"), serve("following")
 	defer server.Close()
-	client, err := coreClient(&restclient.Config{Host: server.URL})
+	defer followServer.Close()
+	client, err := coreClient(&restclient.Config{Host: server.URL}, nil)
 	require.NoError(t, err)
-	source := restLogs{client: client}
+	following, err := followingClient(&restclient.Config{Host: followServer.URL})
+	require.NoError(t, err)
+	source := restLogs{client: client, following: following}
 	tail, since := int64(10), int64(600)
 	rc, err := source.Log(context.Background(), "ml", "demo-master-0", LogOptions{Container: "pytorch", Follow: true, Timestamps: true, TailLines: &tail, SinceSeconds: &since})
 	require.NoError(t, err)
@@ -67,8 +74,8 @@ func TestLogClient(t *testing.T) {
 	_, err = source.Log(context.Background(), "ml", "forbidden", LogOptions{Container: "pytorch", Previous: true})
 	require.True(t, apierrors.IsForbidden(err), "%v", err)
 	require.Equal(t, []string{
-		"/api/v1/namespaces/ml/pods/demo-master-0/log?container=pytorch&follow=true&sinceSeconds=600&tailLines=10&timestamps=true",
-		"/api/v1/namespaces/ml/pods/forbidden/log?container=pytorch&previous=true",
+		"following /api/v1/namespaces/ml/pods/demo-master-0/log?container=pytorch&follow=true&sinceSeconds=600&tailLines=10&timestamps=true",
+		"client /api/v1/namespaces/ml/pods/forbidden/log?container=pytorch&previous=true",
 	}, asked)
 }
 
@@ -87,7 +94,7 @@ func TestPodClient(t *testing.T) {
 		require.NoError(t, encoder.Encode(list, w))
 	}))
 	defer server.Close()
-	client, err := coreClient(&restclient.Config{Host: server.URL, Timeout: time.Second})
+	client, err := coreClient(&restclient.Config{Host: server.URL, Timeout: time.Second}, nil)
 	require.NoError(t, err)
 	list, err := restPods{client: client}.Pods(context.Background(), "ml", metav1.ListOptions{LabelSelector: "a=b"})
 	require.NoError(t, err)
@@ -116,7 +123,7 @@ func TestPodWatch(t *testing.T) {
 		require.NoError(t, encoder.Encode(&watch.Event{Type: watch.Modified, Object: pod}))
 	}))
 	defer server.Close()
-	client, err := coreClient(&restclient.Config{Host: server.URL})
+	client, err := coreClient(&restclient.Config{Host: server.URL}, nil)
 	require.NoError(t, err)
 	w, err := restPods{client: client}.Watch(context.Background(), "ml", metav1.ListOptions{LabelSelector: "a=b", ResourceVersion: "5"})
 	require.NoError(t, err)

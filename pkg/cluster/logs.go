@@ -44,12 +44,17 @@ type LogSource interface {
 	Log(ctx context.Context, namespace, pod string, opts LogOptions) (io.ReadCloser, error)
 }
 
-// restLogs reads pods/log with a REST client of core/v1: a log is plain
-// text, which the dynamic client cannot read.
-type restLogs struct{ client restclient.Interface }
+// restLogs reads pods/log with REST clients of core/v1: a log is plain
+// text, which the dynamic client cannot read. A followed log goes through
+// following (followingClient), the others through client.
+type restLogs struct{ client, following restclient.Interface }
 
 func (r restLogs) Log(ctx context.Context, namespace, pod string, o LogOptions) (io.ReadCloser, error) {
-	req := r.client.Get().Namespace(namespace).Resource("pods").Name(pod).SubResource("log").Param("container", o.Container)
+	client := r.client
+	if o.Follow {
+		client = r.following
+	}
+	req := client.Get().Namespace(namespace).Resource("pods").Name(pod).SubResource("log").Param("container", o.Container)
 	for param, on := range map[string]bool{"follow": o.Follow, "previous": o.Previous, "timestamps": o.Timestamps} {
 		if on {
 			req.Param(param, "true")

@@ -33,7 +33,7 @@ func TestObjectSource(t *testing.T) {
 "items":[{"metadata":{"name":"a","generation":3}},{"metadata":{"name":"b"},"spec":{"x":[1,2.5]}}]}`)
 	}))
 	defer server.Close()
-	client, err := coreClient(&restclient.Config{Host: server.URL})
+	client, err := coreClient(&restclient.Config{Host: server.URL}, nil)
 	require.NoError(t, err)
 	source := restObjects{client: client}
 	var got []*unstructured.Unstructured
