@@ -94,6 +94,12 @@ podAnnotations:
 		}
 	}
 	require.Equal(t, asked[8], asked[64], "the requests of each command, but for the logs, with 8 pods and with 64")
+	// The cluster has run for minutes (the other scenarios in turn ran
+	// before): its nodes renewed their leases all along, none was taken
+	// for lost, and no pod marked not ready for it.
+	notReady := kubectl(t, s.cluster, nil, "get", "events", "-A", "--field-selector", "reason=NodeNotReady",
+		"-o", "custom-columns=KIND:.involvedObject.kind,NAME:.involvedObject.name,COUNT:.count,FIRST:.firstTimestamp", "--no-headers")
+	require.Empty(t, strings.TrimSpace(notReady), "NodeNotReady events")
 }
 
 // counted runs the generator as generate does, with its API log, and gives

@@ -298,7 +298,13 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 			// The API server reaches kwok's server as the fake nodes'
 			// kubelet (their address and port), for their pods' logs.
 			fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort), fmt.Sprintf("--node-port=%d", kwokPort),
-			"--node-ip=127.0.0.1", "--cidr=10.244.0.1/16"}},
+			"--node-ip=127.0.0.1", "--cidr=10.244.0.1/16",
+			// Leases, renewed every 10 s, tell the controller manager
+			// that the fake nodes live, as a kubelet's do. Without them
+			// kwok 0.7 updates a node's status every 10 minutes only,
+			// and every fake node went NotReady 3 minutes after the
+			// cluster started, and again every 3 minutes.
+			"--node-lease-duration-seconds=40"}},
 		{"appwrapper", append(env, "NAMESPACE=appwrapper-system"), "unshare", privateMount([]bind{{webhookCerts["appwrapper"], "/tmp/k8s-webhook-server"}}, b.AppWrapper,
 			"--config=appwrapper-operator-config")},
 		{"training-operator", append(env, "MY_POD_NAMESPACE=kubeflow"), "unshare", privateMount([]bind{{webhookCerts["training-operator"], "/tmp/k8s-webhook-server"}}, b.TrainingOperator,
@@ -422,8 +428,8 @@ func (c *Cluster) serving(port int) []string {
 func (c *Cluster) startControllerManager(b SimBinaries, port int, more ...string) error {
 	// kwok renews the fake nodes' leases from one process, which shares
 	// two cores with the process nodes' PyTorch and run --local: a node is
-	// taken for lost after 3 minutes without one, not 40 s, lest a busy
-	// minute mark every fake node NotReady under a running job.
+	// taken for lost after 3 minutes without a renewal, not 40 s, lest a
+	// busy minute mark every fake node NotReady under a running job.
 	// Its garbage collector deletes the pods of a job deleted or held at
 	// 100 a second, not 20: a job of a thousand pods goes in seconds.
 	args := append(c.serving(port), "--kubeconfig="+c.Kubeconfig, "--kube-api-qps=100", "--kube-api-burst=200",
