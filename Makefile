@@ -112,7 +112,7 @@ bench:
 ## a job grows from 1 to 1,024 pods and a namespace from 10 to 5,000 jobs,
 ## beside kubectl, in the simulated cluster; BEFORE=COMMIT measures that
 ## commit's generator too (BENCHMARKS.md records the results; needs root and
-## about an hour)
+## about an hour and a half on two cores)
 bench-scale: sim-deps
 	bash .ci/bench-scale
 

@@ -12,7 +12,7 @@
 // in -out. make bench-scale runs it; it needs root, as the simulated
 // cluster does.
 //
-//	bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 5]
+//	bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 3]
 //	bench-scale -report -out DIR
 package main
 
@@ -74,7 +74,7 @@ func main() {
 	out := flag.String("out", "", "the folder of the results")
 	pods := flag.String("pods", "1,64,256,1024", "the sizes of the jobs, in pods")
 	jobs := flag.String("jobs", "10,1000,5000", "the sizes of the namespaces, in jobs")
-	runs := flag.Int("runs", 5, "runs of each command that can be repeated (the median is kept)")
+	runs := flag.Int("runs", 3, "runs of each command that can be repeated (the median is kept)")
 	follow := flag.Duration("follow", 20*time.Second, "how long logs -f follows")
 	report := flag.Bool("report", false, "write results.md and the plots again from -out's results.json, and run nothing")
 	flag.Parse()
@@ -85,7 +85,7 @@ func main() {
 		return
 	}
 	if *repo == "" || *generator == "" || *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 5]")
+		fmt.Fprintln(os.Stderr, "usage: bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 3]")
 		os.Exit(2)
 	}
 	log.SetFlags(log.Ltime)
