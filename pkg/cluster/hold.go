@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// stoppedAnnotation marks a job that stop held by its own field, valued
-// with that field: with Kueue's queue label, the field alone would mean
-// that Kueue holds the job until it admits it.
+// stoppedAnnotation marks a job that stop held, valued with what holds it:
+// its own field, or its Kueue Workload's (Workload NAME spec.active).
+// With Kueue's queue label, a suspended job would otherwise look like one
+// that Kueue holds until it admits it, to whoever reads the job alone (a
+// GitOps tool's health check).
 const stoppedAnnotation = "torchwrap.dev/stopped"
 
 // Hold is what Stop or Resume did: the field it set, and on what.
@@ -38,7 +40,7 @@ type Hold struct {
 // freed, its objects and history stay. A job Kueue manages (it has a
 // Workload) is held by its Workload's spec.active, as kueuectl stop
 // workload does; Kueue then evicts it. Any other job by its own suspend
-// field (T9k's: pause).
+// field (T9k's: pause). Either way the job is marked stoppedAnnotation.
 func (c *Client) Stop(ctx context.Context, ref Ref) (Hold, error) { return c.hold(ctx, ref, true) }
 
 // Resume lets a held job go on: Kueue queues it again, or its controller
@@ -76,10 +78,23 @@ func (c *Client) hold(ctx context.Context, ref Ref, stop bool) (Hold, error) {
 		active := !stop
 		h := Hold{Ref: ref, Stop: stop, Object: "Workload " + wl.Name, Field: "spec.active", Value: active,
 			Changed: (wl.Spec.Active == nil || *wl.Spec.Active) != active}
-		if !h.Changed {
+		if h.Changed {
+			if err := c.patch(ctx, c.Kueue(ctx, "workloads"), ref.Namespace, wl.Name, map[string]any{"spec": map[string]any{"active": active}}); err != nil {
+				return h, err
+			}
+		}
+		// The job says it too: Kueue suspends it as it suspends a job
+		// it has not admitted yet. The mark follows the Workload, and is
+		// set or taken away by a stop or resume that finds it wrong (one
+		// whose second patch failed, a Workload held by kueuectl).
+		var mark any // removed
+		if stop {
+			mark = h.Object + " " + h.Field
+		}
+		if (obj.GetAnnotations()[stoppedAnnotation] != "") == stop {
 			return h, nil
 		}
-		return h, c.patch(ctx, c.Kueue(ctx, "workloads"), ref.Namespace, wl.Name, map[string]any{"spec": map[string]any{"active": active}})
+		return h, c.patch(ctx, k.resource, ref.Namespace, ref.Name, map[string]any{"metadata": map[string]any{"annotations": map[string]any{stoppedAnnotation: mark}}})
 	}
 	field := strings.Join(k.suspend, ".")
 	mark := obj.GetAnnotations()[stoppedAnnotation] != ""

@@ -38,59 +38,63 @@ func TestStopAndResume(t *testing.T) {
 		name    string
 		objects []string
 		ref     Ref
-		stop    string // the patch of stop
-		stopped string // what stop says
-		status  string // the status line of the stopped job
-		resume  string // the patch of resume
+		stop    []string // the patches of stop
+		stopped string   // what stop says
+		status  string   // the status line of the stopped job
+		resume  []string // the patches of resume
 	}{{
 		name:    "an AppWrapper: its Workload",
 		objects: []string{appWrapper("{phase: Running}"), workloadOwnedBy("aw-uid", admittedWL)},
 		ref:     Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"},
-		stop:    `workloads appwrapper-demo-7d9f2: {"spec":{"active":false}}`,
+		stop: []string{`workloads appwrapper-demo-7d9f2: {"spec":{"active":false}}`,
+			`appwrappers demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"Workload appwrapper-demo-7d9f2 spec.active"}}}`},
 		stopped: `stopped AppWrapper "demo" in namespace "ml" (Workload appwrapper-demo-7d9f2: spec.active is false now); Kueue evicts it: its pods go, its quota is freed, its objects stay; generator resume demo -n ml runs it again`,
 		status:  "AppWrapper demo: Suspended: Deactivated: its Kueue Workload appwrapper-demo-7d9f2 is inactive (spec.active: false); generator resume demo -n ml queues it again",
-		resume:  `workloads appwrapper-demo-7d9f2: {"spec":{"active":true}}`,
+		resume: []string{`workloads appwrapper-demo-7d9f2: {"spec":{"active":true}}`,
+			`appwrappers demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}}}`},
 	}, {
 		name:    "a PyTorchJob Kueue manages: its Workload",
 		objects: []string{pyTorchJob("{}"), workloadOwnedBy("ptj-uid", admittedWL)},
 		ref:     Ref{Kind: "PyTorchJob", Namespace: "ml", Name: "demo"},
-		stop:    `workloads appwrapper-demo-7d9f2: {"spec":{"active":false}}`,
+		stop: []string{`workloads appwrapper-demo-7d9f2: {"spec":{"active":false}}`,
+			`pytorchjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"Workload appwrapper-demo-7d9f2 spec.active"}}}`},
 		stopped: `stopped PyTorchJob "demo" in namespace "ml" (Workload appwrapper-demo-7d9f2: spec.active is false now); Kueue evicts it: its pods go, its quota is freed, its objects stay; generator resume demo -n ml runs it again`,
 		status:  "PyTorchJob demo: Suspended: Deactivated: its Kueue Workload appwrapper-demo-7d9f2 is inactive (spec.active: false); generator resume demo -n ml queues it again",
-		resume:  `workloads appwrapper-demo-7d9f2: {"spec":{"active":true}}`,
+		resume: []string{`workloads appwrapper-demo-7d9f2: {"spec":{"active":true}}`,
+			`pytorchjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}}}`},
 	}, {
 		name:    "a PyTorchJob alone: its runPolicy",
 		objects: []string{withoutQueue(pyTorchJob("{conditions: [{type: Running, status: 'True'}]}"))},
 		ref:     Ref{Kind: "PyTorchJob", Namespace: "ml", Name: "demo"},
-		stop:    `pytorchjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"spec.runPolicy.suspend"}},"spec":{"runPolicy":{"suspend":true}}}`,
+		stop:    []string{`pytorchjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"spec.runPolicy.suspend"}},"spec":{"runPolicy":{"suspend":true}}}`},
 		stopped: `stopped PyTorchJob "demo" in namespace "ml" (PyTorchJob demo: spec.runPolicy.suspend is true now); its pods go, its quota is freed, its objects stay; generator resume demo -n ml runs it again`,
 		status:  "PyTorchJob demo: Suspended: spec.runPolicy.suspend is true; generator resume demo -n ml runs it again",
-		resume:  `pytorchjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}},"spec":{"runPolicy":{"suspend":false}}}`,
+		resume:  []string{`pytorchjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}},"spec":{"runPolicy":{"suspend":false}}}`},
 	}, {
 		name: "a JobSet with a queue that Kueue does not manage: its spec.suspend, marked",
 		objects: []string{jobSet(false, jobSetResumed),
 			pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, readyPod)},
 		ref:     Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"},
-		stop:    `jobsets demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"spec.suspend"}},"spec":{"suspend":true}}`,
+		stop:    []string{`jobsets demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"spec.suspend"}},"spec":{"suspend":true}}`},
 		stopped: `stopped JobSet "demo" in namespace "ml" (JobSet demo: spec.suspend is true now); its pods go, its quota is freed, its objects stay; generator resume demo -n ml runs it again`,
 		status:  "JobSet demo: Suspended: spec.suspend is true; generator resume demo -n ml runs it again",
-		resume:  `jobsets demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}},"spec":{"suspend":false}}`,
+		resume:  []string{`jobsets demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}},"spec":{"suspend":false}}`},
 	}, {
 		name:    "a TrainJob alone: its spec.suspend",
 		objects: []string{withoutQueue(trainJob(false, "{}"))},
 		ref:     Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"},
-		stop:    `trainjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"spec.suspend"}},"spec":{"suspend":true}}`,
+		stop:    []string{`trainjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"spec.suspend"}},"spec":{"suspend":true}}`},
 		stopped: `stopped TrainJob "demo" in namespace "ml" (TrainJob demo: spec.suspend is true now); its pods go, its quota is freed, its objects stay; generator resume demo -n ml runs it again`,
 		status:  "TrainJob demo: Suspended: spec.suspend is true; generator resume demo -n ml runs it again",
-		resume:  `trainjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}},"spec":{"suspend":false}}`,
+		resume:  []string{`trainjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}},"spec":{"suspend":false}}`},
 	}, {
 		name:    "a PyTorchTrainingJob: paused",
 		objects: []string{pyTorchTrainingJob + "\nstatus: {phase: Running}"},
 		ref:     Ref{Kind: "PyTorchTrainingJob", Namespace: "ml", Name: "demo"},
-		stop:    `pytorchtrainingjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"spec.runMode.pause.enabled"}},"spec":{"runMode":{"pause":{"enabled":true}}}}`,
+		stop:    []string{`pytorchtrainingjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"spec.runMode.pause.enabled"}},"spec":{"runMode":{"pause":{"enabled":true}}}}`},
 		stopped: `stopped PyTorchTrainingJob "demo" in namespace "ml" (PyTorchTrainingJob demo: spec.runMode.pause.enabled is true now); its pods go, its quota is freed, its objects stay; generator resume demo -n ml runs it again`,
 		status:  "PyTorchTrainingJob demo: Suspended: spec.runMode.pause.enabled is true; generator resume demo -n ml runs it again",
-		resume:  `pytorchtrainingjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}},"spec":{"runMode":{"pause":{"enabled":false}}}}`,
+		resume:  []string{`pytorchtrainingjobs demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}},"spec":{"runMode":{"pause":{"enabled":false}}}}`},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := cluster(t, nil, tc.objects...)
@@ -99,7 +103,7 @@ func TestStopAndResume(t *testing.T) {
 			hold, err := client.Stop(ctx, tc.ref)
 			require.NoError(t, err)
 			require.Equal(t, tc.stopped, hold.String())
-			require.Equal(t, []string{tc.stop}, patches(dyn))
+			require.Equal(t, tc.stop, patches(dyn))
 			s, err := client.Status(ctx, tc.ref)
 			require.NoError(t, err)
 			require.Equal(t, Suspended, s.State)
@@ -109,16 +113,41 @@ func TestStopAndResume(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, again.Changed)
 			require.Contains(t, again.String(), "is stopped already")
+			require.Equal(t, tc.stop, patches(dyn), "the patches after a second stop")
 			dyn.ClearActions()
 			resumed, err := client.Resume(ctx, tc.ref)
 			require.NoError(t, err)
 			require.True(t, strings.HasPrefix(resumed.String(), "resumed "+tc.ref.String()), resumed.String())
-			require.Equal(t, []string{tc.resume}, patches(dyn))
+			require.Equal(t, tc.resume, patches(dyn))
 			s, err = client.Status(ctx, tc.ref)
 			require.NoError(t, err)
 			require.NotEqual(t, Suspended, s.State)
 		})
 	}
+}
+
+// A Workload held by someone else (kueuectl stop workload) leaves its job
+// unmarked: stop marks it, as it says it is stopped already; resume takes
+// the mark away with the hold.
+func TestStopMarksAJobHeldAlready(t *testing.T) {
+	inactive := strings.Replace(workloadOwnedBy("aw-uid", admittedWL), "spec: {queueName: team-a}", "spec: {queueName: team-a, active: false}", 1)
+	require.Contains(t, inactive, "active: false")
+	client := cluster(t, nil, appWrapper("{phase: Suspended}"), inactive)
+	dyn := client.Dynamic.(*dynamicfake.FakeDynamicClient)
+	ctx := context.Background()
+	ref := Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}
+	hold, err := client.Stop(ctx, ref)
+	require.NoError(t, err)
+	require.False(t, hold.Changed)
+	require.Equal(t, []string{`appwrappers demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":"Workload appwrapper-demo-7d9f2 spec.active"}}}`}, patches(dyn))
+	dyn.ClearActions()
+	_, err = client.Resume(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, []string{`workloads appwrapper-demo-7d9f2: {"spec":{"active":true}}`,
+		`appwrappers demo: {"metadata":{"annotations":{"torchwrap.dev/stopped":null}}}`}, patches(dyn))
+	obj, err := client.get(ctx, ref)
+	require.NoError(t, err)
+	require.NotContains(t, obj.GetAnnotations(), stoppedAnnotation)
 }
 
 func TestStopErrors(t *testing.T) {
