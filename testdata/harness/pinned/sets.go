@@ -7,7 +7,8 @@ import (
 )
 
 // The programs the harness's tests build, set by set, in the order in which
-// the tiers first need them: Helm 4 (make integration), the API server
+// the tiers first need them: Helm 4 and the OCI registry (make integration),
+// the API server
 // (make e2e), the simulated cluster's controllers (make e2e-cluster).
 // cmd/prebuild builds them all; each test builds the sets it uses.
 
@@ -109,11 +110,36 @@ func Helm4(testdata string) (Set, string, error) {
 	}}}, version, nil
 }
 
+// RegistryModule is the module path of the CNCF distribution registry,
+// whose registry command the wrapper module testdata/registry pins.
+const RegistryModule = "github.com/distribution/distribution/v3"
+
+// Registry is the set of the distribution registry's registry command, and
+// its version: the one that the wrapper module below the repository's
+// testdata folder pins.
+func Registry(testdata string) (Set, string, error) {
+	version, err := Version(filepath.Join(testdata, "registry"), RegistryModule)
+	if err != nil {
+		return Set{}, "", err
+	}
+	return Set{Module: "registry", Cache: filepath.Join("registry", "registry-"+version), Programs: []Program{{
+		Name:    "registry",
+		Module:  RegistryModule,
+		Package: RegistryModule + "/cmd/registry",
+		// What registry --version prints, as in the project's release builds.
+		LDFlags: "-s -w -X " + RegistryModule + "/version.version=" + version,
+	}}}, version, nil
+}
+
 // All is every set, in the order in which the tiers first need them.
 func All(testdata string) ([]Set, error) {
 	helm4, _, err := Helm4(testdata)
 	if err != nil {
 		return nil, err
 	}
-	return append([]Set{helm4, KubeServer, KubeControllers}, Controllers...), nil
+	registry, _, err := Registry(testdata)
+	if err != nil {
+		return nil, err
+	}
+	return append([]Set{helm4, registry, KubeServer, KubeControllers}, Controllers...), nil
 }

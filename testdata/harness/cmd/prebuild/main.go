@@ -1,6 +1,6 @@
 // Command prebuild builds, or finds in the cache, every program that the
 // harness's tests build from the wrapper modules pinned in testdata (package
-// pinned's sets): Helm 4, the API server, the simulated cluster's
+// pinned's sets): Helm 4, the OCI registry, the API server, the simulated cluster's
 // controllers, in the order in which the tiers first need them. .ci/run
 // starts it in the background, at the lowest priority, before its first
 // step: these builds are most of a cold run, and so they use the processor
