@@ -1,22 +1,19 @@
 package helm_test
 
-// The chart as Helm's users run it: the helm command of Helm 4, built from the
-// module in testdata/helm4, and helm package with Helm 3 and Helm 4.
+// The chart as Helm's users run it: the helm commands of Helm 3 and Helm 4
+// (package helmcli), helm package with both, and the chart pushed to an OCI
+// registry and rendered from there (registry_test.go).
 
 import (
 	"archive/tar"
-	"bytes"
 	"compress/gzip"
-	"debug/buildinfo"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,7 +21,7 @@ import (
 
 	chartfiles "github.com/torchwrap/generator/chart"
 	"github.com/torchwrap/generator/testdata/cases"
-	"github.com/torchwrap/generator/testdata/harness/pinned"
+	"github.com/torchwrap/generator/testdata/harness/helmcli"
 )
 
 // chartDir is the chart folder.
@@ -36,119 +33,15 @@ func generatorObjects(t *testing.T, file string) []map[string]any {
 	return cases.Objects(t, cases.Render(t, file))
 }
 
-// helmCLI is a helm command, run as a process with an empty Helm home of its
-// own and no kubeconfig.
-type helmCLI struct {
-	name, path string
-	env        []string
-}
-
-func newHelmCLI(t *testing.T, name, path string) helmCLI {
-	home := t.TempDir()
-	env := append(os.Environ(),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"KUBECONFIG="+filepath.Join(home, "kubeconfig"))
-	return helmCLI{name: name, path: path, env: env}
-}
-
-// run runs helm with args. err is set if helm exits with an error; stderr
-// then holds helm's message.
-func (h helmCLI) run(args ...string) (stdout, stderr string, err error) {
-	cmd := exec.Command(h.path, args...)
-	cmd.Env = h.env
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	return out.String(), errOut.String(), err
-}
-
-// template is helm template chart -f file..., each file over the ones before
-// it, which must succeed.
-func (h helmCLI) template(t *testing.T, chart string, files ...string) []byte {
-	t.Helper()
-	args := []string{"template", chart}
-	for _, file := range files {
-		args = append(args, "-f", file)
-	}
-	out, errOut, err := h.run(args...)
-	require.NoError(t, err, "%s: helm %s: %s", h.name, strings.Join(args, " "), errOut)
-	return []byte(out)
-}
-
-// once holds the result of finding or building a helm command.
-type once struct {
-	sync.Once
-	path string
-	err  error
-}
-
-var helm3Once, helm4Once once
-
-// helm3 is the helm command of the harness module's tool directive, the one
-// make lint runs: go tool -n builds it, or finds it in Go's build cache, and
-// names it.
-func helm3(t *testing.T) helmCLI {
-	t.Helper()
-	helm3Once.Do(func() {
-		cmd := exec.Command("go", "tool", "-n", "helm")
-		cmd.Dir = ".."
-		out, err := cmd.Output()
-		if exitErr := (*exec.ExitError)(nil); errors.As(err, &exitErr) {
-			err = errors.New(string(exitErr.Stderr))
-		}
-		helm3Once.path, helm3Once.err = strings.TrimSpace(string(out)), err
-	})
-	require.NoError(t, helm3Once.err, "go tool -n helm")
-	return newHelmCLI(t, "Helm 3", helm3Once.path)
-}
-
-// helm4 is the helm command of Helm 4, built from the module in
-// testdata/helm4 into the user's cache folder by the first test that needs
-// it (a cold build takes minutes), or found there.
-func helm4(t *testing.T) helmCLI {
-	t.Helper()
-	helm4Once.Do(func() { helm4Once.path, helm4Once.err = buildHelm4(cases.Path(t, "testdata"), t.Logf) })
-	require.NoError(t, helm4Once.err, "building Helm 4 from testdata/helm4")
-	return newHelmCLI(t, "Helm 4", helm4Once.path)
-}
-
-// buildHelm4 builds (or reuses) the helm command of pinned.Helm4 and checks
-// that it is the Helm 4 that testdata/helm4 pins.
-func buildHelm4(testdata string, logf func(string, ...any)) (string, error) {
-	set, version, err := pinned.Helm4(testdata)
-	if err != nil {
-		return "", err
-	}
-	dir, err := set.Build(testdata, logf)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "helm")
-	info, err := buildinfo.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	// go build names a package's module as the main one when the package
-	// lies in a dependency of the wrapper module.
-	for _, m := range append(info.Deps, &info.Main) {
-		if m.Path == pinned.Helm4Module && m.Version == version {
-			return path, nil
-		}
-	}
-	return "", errors.New(path + " is not built from " + pinned.Helm4Module + " " + version)
-}
-
 // helm template with Helm 3 and with Helm 4 gives the same objects as the
 // generator for every golden case, example and starter.
 func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
-	for _, helm := range []helmCLI{helm3(t), helm4(t)} {
-		t.Run(helm.name, func(t *testing.T) {
+	for _, helm := range helmcli.Both(t) {
+		t.Run(helm.Name, func(t *testing.T) {
 			for _, file := range cases.ValidSettings(t) {
 				t.Run(file, func(t *testing.T) {
 					t.Parallel()
-					require.Equal(t, generatorObjects(t, file), cases.Objects(t, helm.template(t, chartDir(t), file)))
+					require.Equal(t, generatorObjects(t, file), cases.Objects(t, helm.Template(t, chartDir(t), file)))
 				})
 			}
 		})
@@ -164,13 +57,13 @@ func TestHelmTemplateWithAProfileValuesFileGivesTheSameObjects(t *testing.T) {
 	clusterProfile := cases.Path(t, "testdata", "profile", "cluster.yaml")
 	values := filepath.Join(t.TempDir(), "values.yaml")
 	cases.Run(t, nil, generator, "profile", "values", clusterProfile, "-o", values)
-	for _, helm := range []helmCLI{helm3(t), helm4(t)} {
-		t.Run(helm.name, func(t *testing.T) {
+	for _, helm := range helmcli.Both(t) {
+		t.Run(helm.Name, func(t *testing.T) {
 			for _, file := range append(cases.Examples(t), cases.Starters(t)...) {
 				t.Run(file, func(t *testing.T) {
 					t.Parallel()
 					rendered := cases.Run(t, nil, generator, "render", "-f", file, "--profile", clusterProfile)
-					require.Equal(t, cases.Objects(t, rendered), cases.Objects(t, helm.template(t, chartDir(t), values, file)))
+					require.Equal(t, cases.Objects(t, rendered), cases.Objects(t, helm.Template(t, chartDir(t), values, file)))
 				})
 			}
 		})
@@ -183,18 +76,18 @@ func TestHelmTemplateWithAProfileValuesFileGivesTheSameObjects(t *testing.T) {
 // branches, not always the same one), or the chart's own checks fail with the
 // same message. The cases Helm cannot see (unseenByHelm) render.
 func TestHelm4RefusesTheInvalidCases(t *testing.T) {
-	helm3, helm4 := helm3(t), helm4(t)
+	helm3, helm4 := helmcli.Helm3(t), helmcli.Helm4(t)
 	for _, c := range cases.Invalid(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel()
-			out, errOut, err := helm4.run("template", chartDir(t), "-f", c.Settings())
+			out, errOut, err := helm4.Run("template", chartDir(t), "-f", c.Settings())
 			if reason, ok := cases.UnseenByHelm[c.Name]; ok {
 				require.NoError(t, err, "expected Helm 4 not to see it (%s): %s", reason, errOut)
 				require.NotEmpty(t, cases.Objects(t, []byte(out)))
 				return
 			}
 			require.Error(t, err, "Helm 4 renders it:\n%s", out)
-			_, errOut3, err3 := helm3.run("template", chartDir(t), "-f", c.Settings())
+			_, errOut3, err3 := helm3.Run("template", chartDir(t), "-f", c.Settings())
 			require.Error(t, err3, "Helm 3 renders it")
 			require.Equal(t, refusal(errOut3), refusal(errOut), "Helm 3: %s\nHelm 4: %s", errOut3, errOut)
 		})
@@ -234,14 +127,14 @@ func TestHelm4MergesTheDocumentsOfAValuesFile(t *testing.T) {
 		require.Len(t, objects, 1)
 		return objects[0]["metadata"].(map[string]any)["name"]
 	}
-	require.Equal(t, "my-job", name(cases.Objects(t, helm3(t).template(t, chartDir(t), file))), "Helm 3")
-	require.Equal(t, "other", name(cases.Objects(t, helm4(t).template(t, chartDir(t), file))), "Helm 4")
+	require.Equal(t, "my-job", name(cases.Objects(t, helmcli.Helm3(t).Template(t, chartDir(t), file))), "Helm 3")
+	require.Equal(t, "other", name(cases.Objects(t, helmcli.Helm4(t).Template(t, chartDir(t), file))), "Helm 4")
 }
 
 // helm lint --strict with Helm 4 finds nothing of warning severity or worse,
 // as make lint checks with Helm 3.
 func TestHelm4LintStrict(t *testing.T) {
-	out, errOut, err := helm4(t).run("lint", "--strict", chartDir(t), "-f", cases.Example(t, "helloworld"))
+	out, errOut, err := helmcli.Helm4(t).Run("lint", "--strict", chartDir(t), "-f", cases.Example(t, "helloworld"))
 	require.NoError(t, err, "%s%s", out, errOut)
 	require.NotRegexp(t, `\[(WARNING|ERROR)\]`, out+errOut)
 	require.Contains(t, out, "1 chart(s) linted, 0 chart(s) failed")
@@ -251,12 +144,12 @@ func TestHelm4LintStrict(t *testing.T) {
 // the chart's files unchanged and no Go file, and that renders every golden
 // case and example to the same objects as the generator.
 func TestHelmPackageRendersTheSameObjects(t *testing.T) {
-	for _, helm := range []func(*testing.T) helmCLI{helm3, helm4} {
+	for _, helm := range []func(testing.TB) helmcli.CLI{helmcli.Helm3, helmcli.Helm4} {
 		helm := helm(t)
-		t.Run(helm.name, func(t *testing.T) {
+		t.Run(helm.Name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			out, errOut, err := helm.run("package", chartDir(t), "-d", dir)
+			out, errOut, err := helm.Run("package", chartDir(t), "-d", dir)
 			require.NoError(t, err, "%s%s", out, errOut)
 			archives, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
 			require.NoError(t, err)
@@ -265,7 +158,7 @@ func TestHelmPackageRendersTheSameObjects(t *testing.T) {
 			for _, file := range cases.ValidSettings(t) {
 				t.Run(file, func(t *testing.T) {
 					t.Parallel()
-					require.Equal(t, generatorObjects(t, file), cases.Objects(t, helm.template(t, archives[0], file)))
+					require.Equal(t, generatorObjects(t, file), cases.Objects(t, helm.Template(t, archives[0], file)))
 				})
 			}
 		})
