@@ -11,13 +11,13 @@ package helm_test
 //     helm pull oci://REPO/CHART --version V --destination TMP [--ca-file CA];
 //     the archive moved into its chart cache, then untarred by Argo CD's own
 //     code (line 270, untarChart) into a new folder, the chart in
-//     FOLDER/CHART (line 275); helm registry logout HOST (line 233, at the
+//     FOLDER/CHART (line 275); helm registry logout HOST (line 235, at the
 //     function's end).
 //   - reposerver/repository/repository.go:1259 helmTemplate: the release
 //     name is the Application's name, the namespace its destination's, the
 //     Kubernetes version and API versions the cluster's (line 1271); a value
 //     file $ref/path is resolved in the checkout of the source named ref
-//     (getResolvedRefValueFile, line 1549), to an absolute path;
+//     (getResolvedRefValueFile, line 1550), to an absolute path;
 //     util/helm/helm.go:72 Template runs, in the chart's folder,
 //     helm template . --name-template APP --namespace NS --kube-version KV
 //     --values FILE --api-versions GV... --include-crds (cmd.go:429-463).
