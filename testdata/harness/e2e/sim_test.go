@@ -76,6 +76,7 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("accelerators", s.accelerators)
 			t.Run("multikueue", s.multiKueue)
 			t.Run("scale", s.scale)
+			t.Run("health", s.health)
 		})
 	})
 	// Alone, once the others are done: the cluster's profile binds every
