@@ -83,15 +83,46 @@ fails with them, one "path: message" a line, as Helm users see them; or, with
 {{- with $v.namespace -}}
 {{- $_ := set $metadata "namespace" . -}}
 {{- end -}}
+{{- if $v.helmHook -}}
+{{- $_ := set $annotations "helm.sh/hook" "post-install,post-upgrade" -}}
+{{- $_ := set $annotations "helm.sh/hook-delete-policy" "before-hook-creation" -}}
+{{- end -}}
 {{- $_ := set $object "metadata" $metadata -}}
 {{- $yaml := toYaml $object -}}
-{{- if $yaml -}}
+{{- if and $yaml $v.helmHook -}}
+{{ include "torchwrap.helmHook" (dict "Values" $v "job" $object "yaml" $yaml "releaseNamespace" .releaseNamespace) }}
+{{- else if $yaml -}}
 {{ $yaml }}
 {{- else -}}
 {{- /* toYaml writes nothing, without an error, for text YAML cannot carry. */ -}}
 {{- $problem := dict "path" "" "message" "a setting holds a control character (U+007F to U+009F, U+FFFE or U+FFFF) that the manifest cannot carry; remove it" -}}
 {{- include "torchwrap.refuse" (dict "problems" (list $problem) "listProblems" .listProblems) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- /*
+torchwrap.helmHook: the job of helmHook: true (.job, and its YAML .yaml), a
+Helm hook, after the ConfigMap jobName-helm-hook that records its digest. Helm
+creates the ConfigMap with the release and runs the hook after it. The job is
+left out when that ConfigMap, as the cluster holds it (Helm's lookup, in helm
+install and upgrade), records the same digest: it was created for these
+settings already, and may have finished and been deleted since. Without a
+cluster (helm template, the generator, Argo CD) lookup finds nothing, and the
+job is always there. The ConfigMap is placed where the job is: its namespace,
+or the release's (.releaseNamespace).
+*/ -}}
+{{- define "torchwrap.helmHook" -}}
+{{- $metadata := dict "name" (printf "%s-helm-hook" .Values.jobName) -}}
+{{- with .job.metadata.namespace -}}
+{{- $_ := set $metadata "namespace" . -}}
+{{- end -}}
+{{- $digest := sha256sum .yaml -}}
+{{- $recorded := lookup "v1" "ConfigMap" (.job.metadata.namespace | default .releaseNamespace | default "") $metadata.name -}}
+{{- toYaml (dict "apiVersion" "v1" "kind" "ConfigMap" "metadata" $metadata "data" (dict "job" (printf "%s/%s" .job.kind .job.metadata.name) "digest" $digest)) }}
+{{- if ne (dig "data" "digest" "" $recorded) $digest }}
+---
+{{ .yaml }}
 {{- end -}}
 {{- end -}}
 

@@ -217,7 +217,7 @@ func (f *inputFlags) renderChunk(results []batchResult, files []string, out outp
 		}
 		var data []byte
 		if err == nil {
-			data, err = out.encode(result.Manifest)
+			data, err = out.encode(result.Stream())
 		}
 		if err == nil {
 			err = writeFile(r.out, data, false)

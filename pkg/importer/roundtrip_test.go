@@ -2,6 +2,7 @@ package importer_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,16 +13,22 @@ import (
 	"github.com/torchwrap/generator/testdata/cases"
 )
 
-// importOne reads a manifest of one job and imports it.
+// importOne reads a manifest of one job, after any ConfigMap (helmHook's),
+// and imports it.
 func importOne(t *testing.T, name string, manifest []byte) *importer.Result {
 	t.Helper()
 	objects, err := importer.Read(name, manifest)
 	require.NoError(t, err)
-	require.Len(t, objects, 1)
-	res, err := importer.Import(objects[0])
-	require.NoError(t, err)
-	require.NotNil(t, res)
-	return res
+	var jobs []*importer.Result
+	for _, obj := range objects {
+		res, err := importer.Import(obj)
+		require.NoError(t, err)
+		if res != nil {
+			jobs = append(jobs, res)
+		}
+	}
+	require.Len(t, jobs, 1)
+	return jobs[0]
 }
 
 // Every settings file we own, rendered, imports into settings that render
@@ -36,8 +43,10 @@ func TestRoundTripOfEverythingWeOwn(t *testing.T) {
 			assert.Empty(t, res.Lost, "lost")
 			assert.Empty(t, res.Added, "added")
 			assert.Empty(t, res.Refused, "refused")
+			// The job is the last document.
+			docs := strings.Split(string(manifest), "\n---\n")
 			var want map[string]any
-			require.NoError(t, sigsyaml.Unmarshal(manifest, &want))
+			require.NoError(t, sigsyaml.Unmarshal([]byte(docs[len(docs)-1]), &want))
 			assert.Equal(t, want, res.Rendered, "the imported settings render another job:\n%s", res.Settings)
 		})
 	}

@@ -63,6 +63,11 @@ var readers = map[string]func(r *reading) (any, bool){
 		return name, name != "" && name != "torch-distributed"
 	},
 	"namespace": func(r *reading) (any, bool) { return present(str(r.outer["namespace"])) },
+	// A Helm hook of any kind: the compare lists where helmHook's differs.
+	"helmHook": func(r *reading) (any, bool) {
+		hook := str(dig(r.outer, "annotations", "helm.sh/hook")) != ""
+		return hook, hook
+	},
 	"queueName": func(r *reading) (any, bool) {
 		if !r.kueueLabels() {
 			r.notes["queueName"] = "Kueue does not queue a bare T9k job"

@@ -73,5 +73,5 @@ func render1(file string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return result.Manifest, nil
+	return result.Stream(), nil
 }

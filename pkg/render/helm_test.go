@@ -48,7 +48,12 @@ func helmRender(t *testing.T, files ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []byte(rel.Manifest), nil
+	// helm template prints the hooks (helmHook's job) after the manifest.
+	manifest := rel.Manifest
+	for _, hook := range rel.Hooks {
+		manifest += "\n---\n" + hook.Manifest
+	}
+	return []byte(manifest), nil
 }
 
 // generatorObjects are the objects the generator renders from a settings file.

@@ -40,6 +40,10 @@ type Result struct {
 	// ConfigMaps carry the workspace shipped with the job, if any
 	// (workspace.Packed.ConfigMaps): they go to the cluster before the job.
 	ConfigMaps []map[string]any
+	// HelmHook is the ConfigMap jobName-helm-hook of helmHook: true (nil
+	// for none): for Helm, the record of the job it created last. render
+	// writes it; submit and run --local, which are not Helm, leave it out.
+	HelmHook map[string]any
 }
 
 // Prepare starts compiling the validator on another CPU, for a render to come,
@@ -105,11 +109,14 @@ func Render(in *settings.Input, p *profile.Profile, ws *workspace.Packed) (*Resu
 	return result, err
 }
 
-// Stream is what render writes: the workspace's ConfigMaps, then the
-// manifest.
+// Stream is what render writes: the workspace's ConfigMaps, helmHook's
+// ConfigMap, then the manifest.
 func (r *Result) Stream() []byte {
 	var b bytes.Buffer
-	for _, cm := range r.ConfigMaps {
+	for _, cm := range append(r.ConfigMaps[:len(r.ConfigMaps):len(r.ConfigMaps)], r.HelmHook) {
+		if cm == nil {
+			continue
+		}
 		data, err := yaml.Marshal(cm)
 		if err != nil {
 			panic(fmt.Sprintf("a ConfigMap of strings cannot fail to marshal: %v", err))
@@ -193,8 +200,20 @@ func outcome(in *settings.Input, values chartutil.Values, doc string) (*Result, 
 	switch {
 	case err != nil:
 		return nil, err
-	case !refused:
+	case !refused && values["helmHook"] != true:
 		return result(in, values, stream(map[string]string{"": doc}))
+	case !refused:
+		// torchwrap.helmHook: its ConfigMap, then the job.
+		record, job, _ := strings.Cut(doc, "\n---\n")
+		var hook map[string]any
+		if err := yaml.Unmarshal([]byte(record), &hook); err != nil {
+			return nil, fmt.Errorf("the ConfigMap of helmHook cannot be read (%v); please report this bug", err)
+		}
+		r, err := result(in, values, stream(map[string]string{"": job}))
+		if err == nil {
+			r.HelmHook = hook
+		}
+		return r, err
 	}
 	issues := make([]diag.Diagnostic, len(problems))
 	for i, p := range problems {

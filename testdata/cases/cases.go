@@ -250,12 +250,12 @@ func SeedCorpus(f *testing.F) {
 }
 
 // Render renders a settings file with the generator, which must accept it,
-// and returns the manifest.
+// and returns what render writes: any ConfigMap (helmHook's), then the job.
 func Render(t testing.TB, file string) []byte {
 	t.Helper()
 	in, err := settings.Load(settings.Options{Files: []string{file}})
 	require.NoError(t, err, file)
 	result, err := render.Render(in, nil, nil)
 	require.NoError(t, err, file)
-	return result.Manifest
+	return result.Stream()
 }

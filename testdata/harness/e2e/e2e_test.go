@@ -85,7 +85,9 @@ func TestExamplesOnARealAPIServer(t *testing.T) {
 		t.Run("golden/"+g.Name, func(t *testing.T) {
 			manifest, err := os.ReadFile(filepath.Join(g.Dir, "expected.yaml"))
 			require.NoError(t, err)
-			aw := cases.Objects(t, manifest)[0]
+			// The job comes last, after any ConfigMap (helmHook's).
+			objects := cases.Objects(t, manifest)
+			aw := objects[len(objects)-1]
 			namespace := namespaceOf(aw)
 			ensureNamespace(t, cluster, namespace)
 			kubectl(t, cluster, manifest, "apply", "--dry-run=server", "--validate=strict", "-f", "-")

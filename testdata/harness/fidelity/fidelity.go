@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation"
 	sigsjson "sigs.k8s.io/json"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -52,6 +53,7 @@ const (
 	LayerAppWrapperWebhook = "AppWrapper webhook" // the other rules of AppWrapper's validating webhook
 	LayerJobWebhook        = "job webhook"        // the wrapped job's own validating webhook
 	LayerManifest          = "manifest"           // the YAML stream itself
+	LayerConfigMap         = "ConfigMap"          // a ConfigMap (--workspace, helmHook) decoded strictly as core/v1
 	maxPodSets             = 8                    // Kueue's limit on podSets per workload
 	defaultNamespace       = "default"            // what kubectl apply gives objects without a namespace
 )
@@ -364,8 +366,11 @@ func (c *Checker) CheckObject(obj map[string]any) Findings {
 	obj = normalize(obj)
 	gvk := gvkOf(obj)
 	name := gvk.Kind + "/" + nameOf(obj)
-	if gvk == c.appWrapper.GVK {
+	switch gvk {
+	case c.appWrapper.GVK:
 		return c.checkAppWrapper(obj)
+	case corev1.SchemeGroupVersion.WithKind("ConfigMap"):
+		return checkConfigMap(name, obj)
 	}
 	kind, ok := c.kinds[gvk]
 	if !ok {
@@ -568,6 +573,27 @@ func crdFindings(object string, msgs []string) Findings {
 	var findings Findings
 	for _, m := range msgs {
 		findings = append(findings, Finding{Layer: LayerCRD, Object: object, Message: m})
+	}
+	return findings
+}
+
+// checkConfigMap checks a ConfigMap as the API server does: decoded
+// strictly, its name a DNS subdomain, its keys valid ConfigMap keys.
+func checkConfigMap(name string, obj map[string]any) Findings {
+	var cm corev1.ConfigMap
+	if err := strictJSON(obj, &cm); err != nil {
+		return Findings{{Layer: LayerConfigMap, Object: name, Message: err.Error()}}
+	}
+	var findings Findings
+	problems := validation.IsDNS1123Subdomain(cm.Name)
+	for key := range cm.Data {
+		problems = append(problems, validation.IsConfigMapKey(key)...)
+	}
+	for key := range cm.BinaryData {
+		problems = append(problems, validation.IsConfigMapKey(key)...)
+	}
+	for _, m := range problems {
+		findings = append(findings, Finding{Layer: LayerConfigMap, Object: name, Message: m})
 	}
 	return findings
 }
