@@ -77,6 +77,7 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("multikueue", s.multiKueue)
 			t.Run("scale", s.scale)
 			t.Run("health", s.health)
+			t.Run("gitops", s.gitops)
 		})
 	})
 	// Alone, once the others are done: the cluster's profile binds every
