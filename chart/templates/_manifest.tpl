@@ -103,7 +103,8 @@ fails with them, one "path: message" a line, as Helm users see them; or, with
 
 {{- /*
 torchwrap.helmHook: the job of helmHook: true (.job, and its YAML .yaml), a
-Helm hook, after the ConfigMap jobName-helm-hook that records its digest. Helm
+Helm hook, after the ConfigMap jobName-helm-hook that records its digest
+(without the annotation of the chart's version). Helm
 creates the ConfigMap with the release and runs the hook after it. The job is
 left out when that ConfigMap, as the cluster holds it (Helm's lookup, in helm
 install and upgrade), records the same digest: it was created for these
@@ -117,7 +118,10 @@ or the release's (.releaseNamespace).
 {{- with .job.metadata.namespace -}}
 {{- $_ := set $metadata "namespace" . -}}
 {{- end -}}
-{{- $digest := sha256sum .yaml -}}
+{{- /* The job's version annotation aside: a new chart that renders the same job runs nothing again. */ -}}
+{{- $unversioned := deepCopy .job -}}
+{{- $_ := unset $unversioned.metadata.annotations "torchwrap.dev/generator-version" -}}
+{{- $digest := toYaml $unversioned | sha256sum -}}
 {{- $recorded := lookup "v1" "ConfigMap" (.job.metadata.namespace | default .releaseNamespace | default "") $metadata.name -}}
 {{- toYaml (dict "apiVersion" "v1" "kind" "ConfigMap" "metadata" $metadata "data" (dict "job" (printf "%s/%s" .job.kind .job.metadata.name) "digest" $digest)) }}
 {{- if ne (dig "data" "digest" "" $recorded) $digest }}

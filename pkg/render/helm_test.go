@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/getter"
@@ -31,8 +32,20 @@ func helmTemplate(t *testing.T, files ...string) []byte {
 
 func helmRender(t *testing.T, files ...string) ([]byte, error) {
 	t.Helper()
+	return helmRenderChart(t, loadChart(t), files...)
+}
+
+// loadChart loads the chart folder as Helm does.
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
 	chrt, err := loader.Load(cases.Path(t, "chart"))
 	require.NoError(t, err)
+	return chrt
+}
+
+// helmRenderChart renders chrt as helmRender renders the chart folder.
+func helmRenderChart(t *testing.T, chrt *chart.Chart, files ...string) ([]byte, error) {
+	t.Helper()
 	vals, err := (&values.Options{ValueFiles: files}).MergeValues(getter.Providers{})
 	if err != nil {
 		return nil, err
@@ -68,6 +81,29 @@ func TestHelmTemplateGivesTheSameObjects(t *testing.T) {
 			require.Equal(t, cases.Objects(t, helmTemplate(t, file)), generatorObjects(t, file))
 		})
 	}
+}
+
+// helmHook's digest is the job's without the chart's version: a new chart
+// that renders the same job does not run it again, and a changed job has
+// another digest.
+func TestHelmHookDigestLeavesTheChartVersionOut(t *testing.T) {
+	file := cases.Path(t, "testdata", "golden", "helm-hook", "settings.yaml")
+	changed := filepath.Join(t.TempDir(), "changed.yaml")
+	require.NoError(t, os.WriteFile(changed, []byte("numPods: 3\n"), 0o644))
+	digest := func(version string, files ...string) string {
+		chrt := loadChart(t)
+		chrt.Metadata.Version = version
+		manifest, err := helmRenderChart(t, chrt, files...)
+		require.NoError(t, err)
+		objects := cases.Objects(t, manifest)
+		require.Len(t, objects, 2)
+		require.Equal(t, "ConfigMap", objects[0]["kind"])
+		annotations := objects[1]["metadata"].(map[string]any)["annotations"].(map[string]any)
+		require.Equal(t, version, annotations["torchwrap.dev/generator-version"])
+		return objects[0]["data"].(map[string]any)["digest"].(string)
+	}
+	require.Equal(t, digest("0.1.0", file), digest("9.9.9", file))
+	require.NotEqual(t, digest("0.1.0", file), digest("0.1.0", file, changed))
 }
 
 // helm template with the values of testdata/profile/cluster.yaml (what
