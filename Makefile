@@ -36,7 +36,9 @@ $(EDITOR_TEST)/node_modules/.package-lock.json: $(EDITOR_TEST)/package-lock.json
 ## fidelity checks against the upstream CRDs (from their Go modules), AppWrapper's
 ## podSet code and the PyTorchJob webhook; the helm commands of Helm 3 and Helm 4
 ## (template, refusals, lint, package; the first run builds Helm 4 from
-## testdata/helm4, about 3 minutes cold); go install from a module proxy; what the
+## testdata/helm4, about 3 minutes cold), pushed to a real OCI registry (built from
+## testdata/registry) and rendered from it, as Argo CD renders it too; Argo CD's and
+## Flux's health checks of docs/gitops; go install from a module proxy; what the
 ## binary links
 integration:
 	cd $(HARNESS) && $(GO) test -timeout 30m ./...
@@ -82,8 +84,8 @@ sim-deps:
 	@bash .ci/sim-deps
 
 ## prebuild: every program the harness's tiers build from the modules pinned
-## in testdata, in the order they need them: Helm 4, the API server, the
-## simulated cluster's controllers (the tiers build what they need anyway;
+## in testdata, in the order they need them: Helm 4, the OCI registry, the API
+## server, the simulated cluster's controllers (the tiers build what they need anyway;
 ## .ci/run starts this in the background so that the builds overlap its steps)
 prebuild:
 	cd $(HARNESS) && $(GO) run ./cmd/prebuild -testdata $(CURDIR)/testdata

@@ -3,6 +3,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/testdata/cases"
+	"github.com/torchwrap/generator/testdata/harness/helmcli"
 )
 
 // profile gives the simulated cluster the profiles of testdata/profile, as
@@ -102,6 +104,35 @@ data: {virtualTopology.xml: <system/>}
 		require.NoError(t, os.WriteFile(saved, []byte(r.stdout), 0o644))
 		offline := cases.Objects(t, s.render(t, filepath.Join(dir, "minimal.settings.yaml"), "--profile", saved))[0]
 		require.Equal(t, component(jsonObject(t, offline)), component(aw))
+	})
+
+	t.Run("helm", func(t *testing.T) {
+		// The cluster's profile as a values file, before the settings:
+		// Helm renders the job that submit gave.
+		saved := filepath.Join(t.TempDir(), "profile.yaml")
+		r := s.generate(t, dir, "profile", "get", "-n", profileNamespace, "--kubeconfig", "ADMIN", "-o", saved)
+		require.Equal(t, 0, r.code, r.stderr)
+		r = s.generate(t, dir, "profile", "values", saved)
+		require.Equal(t, 0, r.code, r.stderr)
+		values := filepath.Join(t.TempDir(), "profile-values.yaml")
+		require.NoError(t, os.WriteFile(values, []byte(r.stdout), 0o644))
+		submitted := component(s.get(t, profileNamespace, "appwrapper", "profiled"))
+		chart := cases.Path(t, "chart")
+		for i, helm := range helmcli.Both(t) {
+			rendered := cases.Objects(t, helm.Template(t, chart, values, filepath.Join(dir, "minimal.settings.yaml")))
+			require.Equal(t, component(jsonObject(t, rendered[0])), submitted, helm.Name)
+			// Settings that break the profile's rules, installed by Helm
+			// without its values: the API server's policy refuses them.
+			// A release of its own each: the failed one is kept.
+			release := fmt.Sprintf("against-h%d", i+3)
+			out, errOut, err := helm.Run("install", release, chart, "-f", filepath.Join(dir, "against.settings.yaml"),
+				"--set", "jobName=against", "-n", profileNamespace, "--kubeconfig", s.cluster.Kubeconfig)
+			t.Logf("%s: helm install %s chart -f against.settings.yaml --set jobName=against -n %s\n%s%s", helm.Name, release, profileNamespace, out, errOut)
+			require.Error(t, err, helm.Name)
+			helm.Must(t, "uninstall", release, "-n", profileNamespace, "--kubeconfig", s.cluster.Kubeconfig)
+			require.Contains(t, errOut, "ValidatingAdmissionPolicy", helm.Name)
+			require.Contains(t, errOut, "images come from ghcr.io, quay.io or T9k's public images on Docker Hub", helm.Name)
+		}
 	})
 
 	t.Run("researcher", func(t *testing.T) {
