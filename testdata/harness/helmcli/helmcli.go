@@ -7,7 +7,6 @@ package helmcli
 
 import (
 	"bytes"
-	"debug/buildinfo"
 	"errors"
 	"os"
 	"os/exec"
@@ -148,21 +147,5 @@ func BuildHelm4(testdata string, logf func(string, ...any)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := set.Build(testdata, logf)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "helm")
-	info, err := buildinfo.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	// go build names a package's module as the main one when the package
-	// lies in a dependency of the wrapper module.
-	for _, m := range append(info.Deps, &info.Main) {
-		if m.Path == pinned.Helm4Module && m.Version == version {
-			return path, nil
-		}
-	}
-	return "", errors.New(path + " is not built from " + pinned.Helm4Module + " " + version)
+	return set.BuildPinned(testdata, version, logf)
 }

@@ -1,6 +1,8 @@
 package pinned
 
 import (
+	"debug/buildinfo"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -129,6 +131,31 @@ func Registry(testdata string) (Set, string, error) {
 		// What registry --version prints, as in the project's release builds.
 		LDFlags: "-s -w -X " + RegistryModule + "/version.version=" + version,
 	}}}, version, nil
+}
+
+// BuildPinned builds (or reuses) the one program of a set of Helm4 or
+// Registry and returns its path, once it has checked that the binary is
+// built from the program's module at version, the one the wrapper module
+// pins.
+func (s Set) BuildPinned(testdata, version string, logf func(string, ...any)) (string, error) {
+	dir, err := s.Build(testdata, logf)
+	if err != nil {
+		return "", err
+	}
+	p := s.Programs[0]
+	path := filepath.Join(dir, p.Name)
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	// go build names a package's module as the main one when the package
+	// lies in a dependency of the wrapper module.
+	for _, m := range append(info.Deps, &info.Main) {
+		if m.Path == p.Module && m.Version == version {
+			return path, nil
+		}
+	}
+	return "", errors.New(path + " is not built from " + p.Module + " " + version)
 }
 
 // All is every set, in the order in which the tiers first need them.

@@ -1,10 +1,6 @@
 package registry
 
 import (
-	"debug/buildinfo"
-	"errors"
-	"path/filepath"
-
 	"github.com/torchwrap/generator/testdata/harness/pinned"
 )
 
@@ -16,21 +12,5 @@ func Binary(testdata string, logf func(string, ...any)) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := set.Build(testdata, logf)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "registry")
-	info, err := buildinfo.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	// go build names a package's module as the main one when the package
-	// lies in a dependency of the wrapper module.
-	for _, m := range append(info.Deps, &info.Main) {
-		if m.Path == pinned.RegistryModule && m.Version == version {
-			return path, nil
-		}
-	}
-	return "", errors.New(path + " is not built from " + pinned.RegistryModule + " " + version)
+	return set.BuildPinned(testdata, version, logf)
 }
