@@ -113,16 +113,19 @@ func Render(in *settings.Input, p *profile.Profile, ws *workspace.Packed) (*Resu
 // ConfigMap, then the manifest.
 func (r *Result) Stream() []byte {
 	var b bytes.Buffer
-	for _, cm := range append(r.ConfigMaps[:len(r.ConfigMaps):len(r.ConfigMaps)], r.HelmHook) {
-		if cm == nil {
-			continue
-		}
+	write := func(cm map[string]any) {
 		data, err := yaml.Marshal(cm)
 		if err != nil {
 			panic(fmt.Sprintf("a ConfigMap of strings cannot fail to marshal: %v", err))
 		}
 		b.WriteString("---\n")
 		b.Write(data)
+	}
+	for _, cm := range r.ConfigMaps {
+		write(cm)
+	}
+	if r.HelmHook != nil {
+		write(r.HelmHook)
 	}
 	b.Write(r.Manifest)
 	return b.Bytes()
