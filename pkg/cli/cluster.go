@@ -26,6 +26,9 @@ type target struct {
 	warnings diag.List // the render's, written with the cluster's findings
 	client   *cluster.Client
 	job      *cluster.Job
+	// denied are the reads the user's role kept from connect (the
+	// cluster's profile), for check to say with its own.
+	denied cluster.Denied
 }
 
 // connect reads the settings (the -f files, then the one argument) and the
@@ -59,13 +62,15 @@ func connect(ctx context.Context, s Streams, in *inputFlags, kube *cluster.Flags
 	if ns == "" {
 		ns = client.Namespace
 	}
+	var denied cluster.Denied
 	if p == nil {
-		var unread []string
-		if p, unread, err = clusterProfile(ctx, client, ns); err != nil {
+		read, err := clusterProfile(ctx, client, ns)
+		if err != nil {
 			return nil, err
 		}
-		if len(unread) > 0 {
-			sayUnread(s, unread, p)
+		p, denied = read.profile, read.denied
+		if len(read.unread) > 0 {
+			sayUnread(s, read.unread, p)
 			in.profileSaid = true
 		}
 	}
@@ -78,7 +83,7 @@ func connect(ctx context.Context, s Streams, in *inputFlags, kube *cluster.Flags
 		return nil, err
 	}
 	job.Carry(result.ConfigMaps)
-	return &target{in: loaded, values: result.Values, warnings: result.Warnings, client: client, job: job}, nil
+	return &target{in: loaded, values: result.Values, warnings: result.Warnings, client: client, job: job, denied: denied}, nil
 }
 
 // jobFlags name a submitted job, as status, logs, stop, resume and delete
@@ -219,7 +224,10 @@ var connectTo = (*cluster.Flags).Connect
 // check asks the cluster about the job and writes the findings to standard
 // error, placed in the settings, in order with the render's warnings but
 // those the cluster's answers make moot. It fails when one is an error.
-func (t *target) check(ctx context.Context, s Streams) error {
+// What the user's role kept it from asking is one line at the end, when
+// sayDenied (generator check), and nothing otherwise (submit, which would
+// say it at every run).
+func (t *target) check(ctx context.Context, s Streams, sayDenied bool) error {
 	found, err := preflight.Check(ctx, t.client, t.job, t.values)
 	if err != nil {
 		return err
@@ -231,9 +239,17 @@ func (t *target) check(ctx context.Context, s Streams) error {
 	}
 	placed := t.in.Locate(found)
 	counts := map[diag.Severity]int{}
+	denied := t.denied
 	for _, f := range placed {
+		if f.Severity == diag.Denied {
+			denied = append(denied, cluster.Refusal{What: f.Message, Needs: f.Needs})
+			continue
+		}
 		counts[f.Severity]++
 		fmt.Fprintln(s.Err, f)
+	}
+	if sayDenied && len(denied) > 0 {
+		fmt.Fprintln(s.Err, "could not check "+denied.String())
 	}
 	if counts[diag.Error] > 0 {
 		return findingsError{counts}
@@ -329,7 +345,7 @@ the cluster cannot be reached.`,
 			if err != nil {
 				return err
 			}
-			if err := t.check(cmd.Context(), s); err != nil {
+			if err := t.check(cmd.Context(), s, true); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(s.Out, "OK: %s can run on this cluster\n", t.name())

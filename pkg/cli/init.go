@@ -195,10 +195,13 @@ func initProfile(ctx context.Context, s Streams, files []string, kube *cluster.F
 	ctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
 	client, err := dial(quiet, kube)
-	var p *profile.Profile
-	var unread []string
+	var read profileRead
 	if err == nil {
-		p, unread, err = clusterProfile(ctx, client, client.Namespace)
+		read, err = clusterProfile(ctx, client, client.Namespace)
+	}
+	p, unread := read.profile, read.unread
+	if len(read.denied) > 0 {
+		unread = append(unread, "whether there is "+read.denied.String()+" is not known")
 	}
 	var invalid profile.Invalid
 	var usage settings.UsageError

@@ -79,8 +79,28 @@ cannot be reached.`,
 			if err != nil {
 				return err
 			}
+			var rights []string
+			if allNamespaces && listing.NoKind {
+				// A role bound in a namespace lists nothing across
+				// them: list the one it may, and say so.
+				opts.Namespace = client.Namespace
+				if listing, err = client.List(cmd.Context(), opts); err != nil {
+					return err
+				}
+				rights = append(rights, fmt.Sprintf("your role does not let you list jobs across namespaces (RBAC): this is namespace %q alone, your context's", opts.Namespace))
+			}
+			if listing.NoKind {
+				return fmt.Errorf("your role does not let you list jobs in namespace %q (RBAC); ask an administrator for list on %s there (generator access tells each command's)",
+					opts.Namespace, cluster.JobResources())
+			}
 			for _, note := range listing.Notes {
 				fmt.Fprintln(s.Err, "not read: "+note)
+			}
+			if len(listing.Denied) > 0 {
+				rights = append(rights, "not read: "+listing.Denied.String())
+			}
+			if len(rights) > 0 {
+				fmt.Fprintln(s.Err, strings.Join(rights, "; "))
 			}
 			return writeListing(s, listing, opts, output, allNamespaces)
 		}),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	chartfiles "github.com/torchwrap/generator/chart"
@@ -49,11 +50,9 @@ func readProfiles(paths []string) ([]profile.Source, error) {
 
 // clusterProfile reads the profile of the cluster for the jobs of a
 // namespace: the cluster-wide one and the namespace's, both at once, one
-// GET each. It gives the profile (nil when none was found or read), and says
-// why, of each ConfigMap it could not read (unread). A cluster that does not
-// answer is cluster.Unreachable; a ConfigMap whose profile is not valid,
-// profile.Invalid.
-func clusterProfile(ctx context.Context, client *cluster.Client, namespace string) (p *profile.Profile, unread []string, err error) {
+// GET each. A cluster that does not answer is cluster.Unreachable; a
+// ConfigMap whose profile is not valid, profile.Invalid.
+func clusterProfile(ctx context.Context, client *cluster.Client, namespace string) (profileRead, error) {
 	places := profile.Places(namespace)
 	type read struct {
 		data map[string]string
@@ -67,30 +66,47 @@ func clusterProfile(ctx context.Context, client *cluster.Client, namespace strin
 		})
 	}
 	wg.Wait()
+	var found profileRead
 	var sources []profile.Source
 	for i, r := range reads {
+		configMap := profile.ConfigMap(places[i])
 		var unreachable cluster.Unreachable
 		switch {
 		case errors.As(r.err, &unreachable):
-			return nil, nil, r.err
+			return profileRead{}, r.err
 		case apierrors.IsForbidden(r.err):
-			unread = append(unread, fmt.Sprintf("you may not read %s, so whether it holds a profile is not known (RBAC; docs/profile.md says what an administrator grants)", profile.ConfigMap(places[i])))
+			found.denied.Add("the profile in "+configMap, cluster.Right{Verb: "get", Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: places[i]})
 		case r.err != nil:
-			unread = append(unread, r.err.Error())
-		case r.data != nil:
+			found.unread = append(found.unread, r.err.Error())
+		case r.data == nil:
+			found.missing = append(found.missing, configMap)
+		default:
 			src, err := profile.FromConfigMap(places[i], r.data)
 			if err != nil {
-				return nil, nil, err
+				return profileRead{}, err
 			}
 			sources = append(sources, src)
 		}
 	}
 	if len(sources) > 0 {
-		if p, err = profile.Read(sources...); err != nil {
-			return nil, nil, err
+		p, err := profile.Read(sources...)
+		if err != nil {
+			return profileRead{}, err
 		}
+		found.profile = p
 	}
-	return p, unread, nil
+	return found, nil
+}
+
+// profileRead is what clusterProfile found: the profile (nil when none was
+// found or read), the ConfigMaps that are not there (missing), and why of
+// each it could not read: the user's role does not allow it (denied), or
+// another reason (unread).
+type profileRead struct {
+	profile *profile.Profile
+	missing []string
+	unread  []string
+	denied  cluster.Denied
 }
 
 // sayUnread says, on standard error, which of the cluster's profiles could
@@ -302,19 +318,25 @@ generator render --profile FILE. It fails when the cluster has none.`,
 			if err != nil {
 				return err
 			}
-			p, unread, err := clusterProfile(cmd.Context(), client, client.Namespace)
+			read, err := clusterProfile(cmd.Context(), client, client.Namespace)
 			if err != nil {
 				return err
 			}
+			p, unread := read.profile, read.unread
+			if p == nil {
+				why := append(unread, "no "+strings.Join(read.missing, " nor "))
+				if len(read.denied) > 0 {
+					// What it could not read, it does not say is not there.
+					return fmt.Errorf("the cluster at %s has no profile for namespace %s that you may read: %s; whether there is %s is not known",
+						client.Server, client.Namespace, strings.Join(why, "; "), read.denied)
+				}
+				return fmt.Errorf("the cluster at %s has no profile for namespace %s: %s", client.Server, client.Namespace, strings.Join(why, "; "))
+			}
+			if len(read.denied) > 0 {
+				unread = append(unread, "whether there is "+read.denied.String()+" is not known")
+			}
 			if len(unread) > 0 {
 				sayUnread(s, unread, p)
-			}
-			if p == nil {
-				var names []string
-				for _, ns := range profile.Places(client.Namespace) {
-					names = append(names, profile.ConfigMap(ns))
-				}
-				return fmt.Errorf("the cluster at %s has no profile for namespace %s: no %s", client.Server, client.Namespace, strings.Join(names, " nor "))
 			}
 			header := fmt.Sprintf("The profile of namespace %s on the cluster at %s: %s.\n", client.Namespace, client.Server, p.Name())
 			for _, why := range unread {

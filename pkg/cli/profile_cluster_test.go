@@ -95,7 +95,17 @@ func TestAClusterProfileThatCannotBeApplied(t *testing.T) {
 	writeSettings(t, "jobName: j\ncontainerImage: busybox\nnumPods: 2\n")
 	_, errOut, code := generator("check", "-f", "settings.yaml")
 	require.Equal(t, ExitOK, code, errOut)
-	require.Equal(t, "warning: profile: you may not read ConfigMap kube-public/torchwrap-profile, so whether it holds a profile is not known (RBAC; docs/profile.md says what an administrator grants); applied ConfigMap ml/torchwrap-profile (team) alone\n", errOut)
+	require.Equal(t, `profile: ConfigMap ml/torchwrap-profile (team)
+could not check the profile in ConfigMap kube-public/torchwrap-profile, as your role does not allow it (RBAC); the right that would: get configmaps in namespace kube-public (generator access tells each command's)
+`, errOut)
+	// submit says nothing of it: it would at every run.
+	_, errOut, _ = generator("submit", "-f", "settings.yaml")
+	require.True(t, strings.HasPrefix(errOut, "profile: ConfigMap ml/torchwrap-profile (team)\n"), errOut)
+	require.NotContains(t, errOut, "RBAC")
+	// profile get does not say that what it could not read is not there.
+	_, errOut, code = generator("profile", "get")
+	require.Equal(t, ExitOK, code, errOut)
+	require.Contains(t, errOut, "whether there is the profile in ConfigMap kube-public/torchwrap-profile, as your role does not allow it (RBAC)")
 
 	connectToFake(t, clustertest.Fake{Objects: profileConfigMap("ml", "apiVersion: torchwrap.dev/v1alpha1\nkind: Profile\ndefaults:\n  numGpuPerPod: 4\n")})
 	_, errOut, code = generator("check", "-f", "settings.yaml")

@@ -74,7 +74,7 @@ Ctrl-C stopped following.`,
 				return err
 			}
 			ctx := cmd.Context()
-			if err := t.check(ctx, s); err != nil {
+			if err := t.check(ctx, s, false); err != nil {
 				return err
 			}
 			done, err := t.client.Submit(ctx, t.job, force)

@@ -36,6 +36,13 @@ type ListOptions struct {
 type Listing struct {
 	Jobs  []Status `json:"items"`
 	Notes []string `json:"notes,omitempty"`
+	// Denied is what the user's role kept from the listing, for one line
+	// (Denied.String); nothing of the kinds it may not list, which hold no
+	// job it may see.
+	Denied Denied `json:"denied,omitempty"`
+	// NoKind is true when the role lets the user list no kind of job at
+	// all where it was asked (with -A: in all namespaces at once).
+	NoKind bool `json:"-"`
 }
 
 // List lists the jobs in a namespace, or in all: its Workloads, its pods
@@ -51,10 +58,6 @@ type Listing struct {
 func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	var out Listing
 	note := func(format string, args ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, args...)) }
-	where := "in namespace " + fmt.Sprintf("%q", opts.Namespace)
-	if opts.Namespace == "" {
-		where = "in all namespaces"
-	}
 	var owned map[types.UID]*workload
 	var pods podIndex
 	var wlErr, podsErr error
@@ -79,23 +82,25 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	switch err := wlErr; {
 	case err == nil, apierrors.IsNotFound(err):
 	case apierrors.IsForbidden(err):
-		note("Kueue Workloads: you may not list them %s (RBAC: list on workloads.kueue.x-k8s.io): why a job waits is not known", where)
+		out.Denied.Add("why a job waits (Kueue's Workloads)", Right{"list", workloadsResource, opts.Namespace})
 	default:
 		note("Kueue Workloads: %v", err)
 	}
 	switch err := podsErr; {
 	case err == nil:
 	case apierrors.IsForbidden(err):
-		note("pods: you may not list them %s (RBAC: list on pods): their counts are not known", where)
+		out.Denied.Add("the counts of the pods", Right{"list", podsResource, opts.Namespace})
 	default:
 		note("pods: %v", err)
 	}
+	out.NoKind = true
 	for i, k := range kinds {
 		switch err := errs[i]; {
 		case err == nil, apierrors.IsNotFound(err):
 			// A kind not served here answers 404.
+			out.NoKind = false
 		case apierrors.IsForbidden(err):
-			note("%s: you may not list them %s (RBAC: list on %s)", Plural(k.name), where, k.resource.GroupResource())
+			// The user may see no job of that kind here: nothing to say.
 		case apierrors.IsBadRequest(err):
 			return out, fmt.Errorf("-l %s: %s", opts.Selector, Message(err))
 		default:
@@ -136,7 +141,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 			out.Jobs = append(out.Jobs, s)
 		}
 	}
-	c.placeAll(ctx, out.Jobs, note)
+	c.placeAll(ctx, out.Jobs, note, &out.Denied)
 	sort.Slice(out.Jobs, func(i, j int) bool {
 		a, b := out.Jobs[i], out.Jobs[j]
 		return a.Namespace+"/"+a.Name+"/"+a.Kind < b.Namespace+"/"+b.Name+"/"+b.Kind
@@ -153,7 +158,7 @@ func made(obj metav1.Object) bool {
 
 // placeAll gives the queued jobs their positions: one question to Kueue's
 // visibility API for each LocalQueue that holds some.
-func (c *Client) placeAll(ctx context.Context, jobs []Status, note func(string, ...any)) {
+func (c *Client) placeAll(ctx context.Context, jobs []Status, note func(string, ...any), denied *Denied) {
 	asked := map[string]map[string]int64{}
 	failed := false
 	for i := range jobs {
@@ -166,7 +171,11 @@ func (c *Client) placeAll(ctx context.Context, jobs []Status, note func(string, 
 		if !ok {
 			var err error
 			positions, err = c.positions(ctx, s.Namespace, s.Queue)
-			if err != nil && !failed {
+			switch {
+			case err != nil && apierrors.IsForbidden(err) && !failed:
+				failed = true
+				denied.Add("the positions in the queues", Right{"get", pendingWorkloadsResource, s.Namespace})
+			case err != nil && !failed:
 				failed = true
 				note("positions in the queues: Kueue's visibility API (%s) does not answer: %s", visibleQueues.GroupVersion(), Message(err))
 			}

@@ -158,7 +158,8 @@ func TestListJSON(t *testing.T) {
 }
 
 func TestListErrors(t *testing.T) {
-	// A kind the user may not list is a note; the others are listed.
+	// A kind the user may not list is left out, as it holds no job the
+	// user may see; Workloads the user may not list are one refusal.
 	client := listed(t, func(dyn *dynamicfake.FakeDynamicClient) {
 		dyn.PrependReactor("list", "trainjobs", func(clienttesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "trainjobs"}, "", errors.New("RBAC"))
@@ -170,11 +171,23 @@ func TestListErrors(t *testing.T) {
 	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
 	require.NoError(t, err)
 	require.Len(t, list.Jobs, 3)
-	// In the order they were read: the Workloads first.
-	require.Equal(t, []string{
-		`Kueue Workloads: you may not list them in namespace "ml" (RBAC: list on workloads.kueue.x-k8s.io): why a job waits is not known`,
-		`TrainJobs: you may not list them in namespace "ml" (RBAC: list on trainjobs.trainer.kubeflow.org)`,
-	}, list.Notes)
+	require.Empty(t, list.Notes)
+	require.False(t, list.NoKind)
+	require.Equal(t, `why a job waits (Kueue's Workloads), as your role does not allow it (RBAC); the right that would: list workloads.kueue.x-k8s.io in namespace ml (generator access tells each command's)`,
+		list.Denied.String())
+	// A role that lets the user list no kind of job, as one bound in
+	// another namespace does across them.
+	client = listed(t, func(dyn *dynamicfake.FakeDynamicClient) {
+		for _, k := range kinds {
+			dyn.PrependReactor("list", k.resource.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewForbidden(k.resource.GroupResource(), "", errors.New("RBAC"))
+			})
+		}
+	})
+	list, err = client.List(context.Background(), ListOptions{})
+	require.NoError(t, err)
+	require.True(t, list.NoKind)
+	require.Empty(t, list.Jobs)
 	// Pods the user may not list are not counted as none.
 	client = listed(t, func(dyn *dynamicfake.FakeDynamicClient) {
 		dyn.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {

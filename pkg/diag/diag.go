@@ -92,8 +92,12 @@ const (
 	// same, unless the user asks for --strict.
 	Warning
 	// Unchecked: a question about the settings that the cluster would not
-	// answer (generator check), such as an object the user may not read.
+	// answer (generator check).
 	Unchecked
+	// Denied: a question about the settings that the user's role keeps
+	// from being asked (generator check), such as an object the user may
+	// not read; Needs is the right that would let it.
+	Denied
 )
 
 // Diagnostic is one thing wrong with, or risky in, the settings: the key path
@@ -110,6 +114,10 @@ type Diagnostic struct {
 	// as JSON Schema names them ("string", "integer", ...), so that the fix
 	// can be given for where the value came from, such as --set.
 	Expected []string
+
+	// Needs, for Denied, is the right the question takes: "get
+	// priorityclasses.scheduling.k8s.io".
+	Needs string
 
 	Source string // file name, "<stdin>", or "--set key=value"; "" until placed
 	Line   int    // 1-based; 0 when the source has no lines (--set)
@@ -128,13 +136,17 @@ func (d Diagnostic) String() string {
 	switch d.Severity {
 	case Warning:
 		where += ": warning"
-	case Unchecked:
+	case Unchecked, Denied:
 		where += ": could not check"
 	}
-	if len(d.Path) == 0 {
-		return where + ": " + d.Message
+	message := d.Message
+	if d.Severity == Denied {
+		message += " (needs " + d.Needs + ")"
 	}
-	return where + ": " + d.Path.String() + ": " + d.Message
+	if len(d.Path) == 0 {
+		return where + ": " + message
+	}
+	return where + ": " + d.Path.String() + ": " + message
 }
 
 // List is the error returned for invalid settings: every diagnostic found, in

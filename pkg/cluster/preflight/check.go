@@ -161,7 +161,7 @@ func Answers(findings diag.List, warning diag.Diagnostic) bool {
 		return false
 	}
 	for _, f := range findings {
-		if f.Severity == diag.Unchecked && f.Path.String() == "priority" {
+		if (f.Severity == diag.Unchecked || f.Severity == diag.Denied) && f.Path.String() == "priority" {
 			return false
 		}
 	}
@@ -268,13 +268,16 @@ func (k *checker) names(ctx context.Context, gvr schema.GroupVersionResource, na
 }
 
 // unchecked reports a question the cluster would not answer: what it was
-// about, and the kind of object read.
-func (k *checker) unchecked(path diag.Path, what, kind string, err error) {
-	reason := err.Error()
+// about, and the right it takes, which is what the finding is about when
+// the user's role does not have it (diag.Denied).
+func (k *checker) unchecked(path diag.Path, what string, right cluster.Right, err error) {
 	if apierrors.IsForbidden(err) {
-		reason = fmt.Sprintf("you may not read %s (RBAC)", cluster.Plural(kind))
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.findings = append(k.findings, diag.Diagnostic{Severity: diag.Denied, Path: path, Message: what, Needs: right.String()})
+		return
 	}
-	k.add(diag.Unchecked, path, "%s: %s", what, reason)
+	k.add(diag.Unchecked, path, "%s: %v", what, err)
 }
 
 // where names a namespace for messages, or the cluster for cluster-wide
@@ -422,7 +425,7 @@ func (k *checker) exists(ctx context.Context, r reference) {
 	case apierrors.IsNotFound(err):
 		k.missing(ctx, r.path, r)
 	case err != nil:
-		k.unchecked(r.path, what, r.kind, err)
+		k.unchecked(r.path, what, cluster.Right{Verb: "get", Resource: r.gvr.GroupResource(), Namespace: r.namespace}, err)
 	case r.key != "":
 		keys := dataKeys(obj)
 		if _, ok := keys[r.key]; !ok {

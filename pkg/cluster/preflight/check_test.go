@@ -307,10 +307,10 @@ func TestCheckWhatTheUserMayNotDoOrRead(t *testing.T) {
 		`settings.yaml:6:12: namespace: you may not create AppWrappers in namespace "ml" (RBAC); ask an administrator for the right, or choose a namespace where you may (namespace:, or -n)`,
 	}, check(t, clustertest.Fake{Denied: true}, helloworld+"namespace: ml\n"))
 	require.Equal(t, []string{
-		`settings.yaml:1:1: could not check: queueName: the quota of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue"): you may not read ClusterQueues (RBAC)`,
+		`settings.yaml:1:1: could not check: queueName: the quota of ClusterQueue "cluster-queue" (behind LocalQueue "default-queue") (needs get clusterqueues.kueue.x-k8s.io)`,
 	}, check(t, clustertest.Fake{React: forbidden("clusterqueues")}, helloworld))
 	require.Equal(t, []string{
-		`settings.yaml:4:16: could not check: numGpusPerPod: the nodes that offer nvidia.com/gpu: you may not read Nodes (RBAC)`,
+		`settings.yaml:4:16: could not check: numGpusPerPod: the nodes that offer nvidia.com/gpu (needs list nodes)`,
 	}, check(t, clustertest.Fake{React: func(dyn *dynamicfake.FakeDynamicClient) {
 		dyn.PrependReactor("list", "nodes", func(a clienttesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", errors.New("RBAC"))

@@ -95,7 +95,7 @@ func (k *checker) workers(ctx context.Context, mk *multiKueue) {
 		k.add(diag.Error, path, "%s names MultiKueueConfig %q, which does not exist: the job would wait forever; ask an administrator to fix it", behind, mk.config)
 		return
 	case err != nil:
-		k.unchecked(path, fmt.Sprintf("the worker clusters of %s", behind), "MultiKueueConfig", err)
+		k.unchecked(path, fmt.Sprintf("the worker clusters of %s", behind), cluster.Right{Verb: "get", Resource: schema.GroupResource{Group: "kueue.x-k8s.io", Resource: "multikueueconfigs"}}, err)
 		return
 	}
 	names, _, _ := unstructured.NestedStringSlice(config.Object, "spec", "clusters")
@@ -107,7 +107,7 @@ func (k *checker) workers(ctx context.Context, mk *multiKueue) {
 		case err == nil:
 			why = notActive(mkc)
 		case !apierrors.IsNotFound(err):
-			k.unchecked(path, fmt.Sprintf("worker cluster %s of %s", name, behind), "MultiKueueCluster", err)
+			k.unchecked(path, fmt.Sprintf("worker cluster %s of %s", name, behind), cluster.Right{Verb: "get", Resource: schema.GroupResource{Group: "kueue.x-k8s.io", Resource: "multikueueclusters"}}, err)
 			continue
 		}
 		if why == "" {

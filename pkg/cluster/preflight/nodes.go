@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/schema"
 )
@@ -34,7 +35,7 @@ func (k *checker) accelerators(ctx context.Context) {
 	for {
 		list, err := k.client.Dynamic.Resource(nodes).List(ctx, opts)
 		if err != nil {
-			k.unchecked(path, fmt.Sprintf("the nodes that offer %s", name), "Node", err)
+			k.unchecked(path, fmt.Sprintf("the nodes that offer %s", name), cluster.Right{Verb: "list", Resource: nodes.GroupResource()}, err)
 			return
 		}
 		for _, item := range list.Items {

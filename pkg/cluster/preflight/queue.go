@@ -46,7 +46,7 @@ func (k *checker) queue(ctx context.Context) {
 		k.add(diag.Error, path, "%s", msg)
 		return
 	case err != nil:
-		k.unchecked(path, fmt.Sprintf("LocalQueue %q %s", name, where(k.namespace)), "LocalQueue", err)
+		k.unchecked(path, fmt.Sprintf("LocalQueue %q %s", name, where(k.namespace)), cluster.Right{Verb: "get", Resource: localQueues.GroupResource(), Namespace: k.namespace}, err)
 		return
 	}
 	if stop, _, _ := unstructured.NestedString(lq.Object, "spec", "stopPolicy"); stop != "" && stop != "None" {
@@ -60,7 +60,7 @@ func (k *checker) queue(ctx context.Context) {
 		k.add(diag.Error, path, "LocalQueue %q points at ClusterQueue %q, which does not exist: the job would wait forever; ask an administrator to fix the queue, or name another", name, cqName)
 		return
 	case err != nil:
-		k.unchecked(path, fmt.Sprintf("the quota of %s", behind), "ClusterQueue", err)
+		k.unchecked(path, fmt.Sprintf("the quota of %s", behind), cluster.Right{Verb: "get", Resource: clusterQueues.GroupResource()}, err)
 		return
 	}
 	if reason, inactive := inactive(cq); inactive {
@@ -92,7 +92,7 @@ func (k *checker) topology(ctx context.Context, cq *unstructured.Unstructured, b
 		rf, err := k.get(ctx, k.client.Kueue(ctx, "resourceflavors"), "", flavor)
 		if err != nil {
 			if !apierrors.IsNotFound(err) {
-				k.unchecked(path, fmt.Sprintf("ResourceFlavor %q of %s", flavor, behind), "ResourceFlavor", err)
+				k.unchecked(path, fmt.Sprintf("ResourceFlavor %q of %s", flavor, behind), cluster.Right{Verb: "get", Resource: k.client.Kueue(ctx, "resourceflavors").GroupResource()}, err)
 			}
 			continue
 		}
