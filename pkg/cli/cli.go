@@ -167,7 +167,7 @@ profile, which the API server enforces too (generator profile).`,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.AddCommand(newInit(s), newRender(s), newValidate(s), newRun(s), newCheck(s), newSubmit(s), newStatus(s), newLogs(s), newList(s),
-		newStop(s), newResume(s), newDelete(s), newImport(s), newProfile(s), newExplain(s), newSchema(s), newVersion(s))
+		newStop(s), newResume(s), newDelete(s), newAccess(s), newImport(s), newProfile(s), newExplain(s), newSchema(s), newVersion(s))
 
 	// cobra's own help and completion commands, with examples like the others.
 	root.InitDefaultHelpCmd()

@@ -201,7 +201,7 @@ func initProfile(ctx context.Context, s Streams, files []string, kube *cluster.F
 	}
 	p, unread := read.profile, read.unread
 	if len(read.denied) > 0 {
-		unread = append(unread, "whether there is "+read.denied.String()+" is not known")
+		unread = append(unread, read.unknown())
 	}
 	var invalid profile.Invalid
 	var usage settings.UsageError

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -81,17 +82,33 @@ cannot be reached.`,
 			}
 			var rights []string
 			if allNamespaces && listing.NoKind {
-				// A role bound in a namespace lists nothing across
-				// them: list the one it may, and say so.
-				opts.Namespace = client.Namespace
-				if listing, err = client.List(cmd.Context(), opts); err != nil {
-					return err
+				// A role bound in namespaces lists nothing across them:
+				// list those the kubeconfig names, and say so.
+				var listed []string
+				for _, ns := range kube.Namespaces(client.Namespace) {
+					opts.Namespace = ns
+					one, err := client.List(cmd.Context(), opts)
+					if err != nil {
+						return err
+					}
+					if !one.NoKind {
+						listed = append(listed, strconv.Quote(ns))
+						listing.Jobs, listing.Notes = append(listing.Jobs, one.Jobs...), append(listing.Notes, one.Notes...)
+						listing.Denied, listing.NoKind = append(listing.Denied, one.Denied...), false
+					}
 				}
-				rights = append(rights, fmt.Sprintf("your role does not let you list jobs across namespaces (RBAC): this is namespace %q alone, your context's", opts.Namespace))
+				if len(listed) > 0 {
+					rights = append(rights, fmt.Sprintf("your role does not let you list jobs across namespaces (RBAC): these are those of namespace %s alone, as your kubeconfig names",
+						strings.Join(listed, ", ")))
+				}
 			}
 			if listing.NoKind {
-				return fmt.Errorf("your role does not let you list jobs in namespace %q (RBAC); ask an administrator for list on %s there (generator access tells each command's)",
-					opts.Namespace, cluster.JobResources())
+				where := fmt.Sprintf("in namespace %q", opts.Namespace)
+				if allNamespaces {
+					where = "in any namespace your kubeconfig names, nor across namespaces"
+				}
+				return fmt.Errorf("your role does not let you list jobs %s (RBAC); ask an administrator for list on %s (generator access tells each command's)",
+					where, cluster.JobResources())
 			}
 			for _, note := range listing.Notes {
 				fmt.Fprintln(s.Err, "not read: "+note)

@@ -75,7 +75,7 @@ func clusterProfile(ctx context.Context, client *cluster.Client, namespace strin
 		case errors.As(r.err, &unreachable):
 			return profileRead{}, r.err
 		case apierrors.IsForbidden(r.err):
-			found.denied.Add("the profile in "+configMap, cluster.Right{Verb: "get", Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: places[i]})
+			found.denied.Add(configMap+" (a profile)", cluster.Right{Verb: "get", Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: places[i]})
 		case r.err != nil:
 			found.unread = append(found.unread, r.err.Error())
 		case r.data == nil:
@@ -96,6 +96,20 @@ func clusterProfile(ctx context.Context, client *cluster.Client, namespace strin
 		found.profile = p
 	}
 	return found, nil
+}
+
+// unknown says what the user's role kept from clusterProfile, for the
+// commands that say it alone: "whether ConfigMap kube-public/torchwrap-profile
+// holds a profile is not known: your role does not let you read it (RBAC;
+// the right that would: get configmaps in namespace kube-public)".
+func (r profileRead) unknown() string {
+	var names, rights []string
+	for _, d := range r.denied {
+		names = append(names, strings.TrimSuffix(d.What, " (a profile)"))
+		rights = append(rights, d.Needs)
+	}
+	return fmt.Sprintf("whether %s holds a profile is not known: your role does not let you read it (RBAC; the right that would: %s)",
+		strings.Join(names, " or "), strings.Join(rights, ", "))
 }
 
 // profileRead is what clusterProfile found: the profile (nil when none was
@@ -327,13 +341,13 @@ generator render --profile FILE. It fails when the cluster has none.`,
 				why := append(unread, "no "+strings.Join(read.missing, " nor "))
 				if len(read.denied) > 0 {
 					// What it could not read, it does not say is not there.
-					return fmt.Errorf("the cluster at %s has no profile for namespace %s that you may read: %s; whether there is %s is not known",
-						client.Server, client.Namespace, strings.Join(why, "; "), read.denied)
+					return fmt.Errorf("the cluster at %s has no profile for namespace %s that you may read: %s; %s",
+						client.Server, client.Namespace, strings.Join(why, "; "), read.unknown())
 				}
 				return fmt.Errorf("the cluster at %s has no profile for namespace %s: %s", client.Server, client.Namespace, strings.Join(why, "; "))
 			}
 			if len(read.denied) > 0 {
-				unread = append(unread, "whether there is "+read.denied.String()+" is not known")
+				unread = append(unread, read.unknown())
 			}
 			if len(unread) > 0 {
 				sayUnread(s, unread, p)

@@ -96,7 +96,7 @@ func TestAClusterProfileThatCannotBeApplied(t *testing.T) {
 	_, errOut, code := generator("check", "-f", "settings.yaml")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, `profile: ConfigMap ml/torchwrap-profile (team)
-could not check the profile in ConfigMap kube-public/torchwrap-profile, as your role does not allow it (RBAC); the right that would: get configmaps in namespace kube-public (generator access tells each command's)
+could not check ConfigMap kube-public/torchwrap-profile (a profile), as your role does not allow it (RBAC); the right that would: get configmaps in namespace kube-public (generator access tells each command's)
 `, errOut)
 	// submit says nothing of it: it would at every run.
 	_, errOut, _ = generator("submit", "-f", "settings.yaml")
@@ -105,7 +105,20 @@ could not check the profile in ConfigMap kube-public/torchwrap-profile, as your 
 	// profile get does not say that what it could not read is not there.
 	_, errOut, code = generator("profile", "get")
 	require.Equal(t, ExitOK, code, errOut)
-	require.Contains(t, errOut, "whether there is the profile in ConfigMap kube-public/torchwrap-profile, as your role does not allow it (RBAC)")
+	require.Equal(t, "warning: profile: whether ConfigMap kube-public/torchwrap-profile holds a profile is not known: your role does not let you read it (RBAC; the right that would: get configmaps in namespace kube-public); applied ConfigMap ml/torchwrap-profile (team) alone\n", errOut)
+
+	// Nor does it when there is none it may read.
+	connectToFake(t, clustertest.Fake{React: func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("get", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if a.GetNamespace() != "kube-public" {
+				return false, nil, nil
+			}
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "torchwrap-profile", nil)
+		})
+	}})
+	_, errOut, code = generator("profile", "get")
+	require.Equal(t, ExitInvalid, code)
+	require.Equal(t, "Error: the cluster at https://fake has no profile for namespace ml that you may read: no ConfigMap ml/torchwrap-profile; whether ConfigMap kube-public/torchwrap-profile holds a profile is not known: your role does not let you read it (RBAC; the right that would: get configmaps in namespace kube-public)\n", errOut)
 
 	connectToFake(t, clustertest.Fake{Objects: profileConfigMap("ml", "apiVersion: torchwrap.dev/v1alpha1\nkind: Profile\ndefaults:\n  numGpuPerPod: 4\n")})
 	_, errOut, code = generator("check", "-f", "settings.yaml")

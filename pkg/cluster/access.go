@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -36,7 +38,7 @@ var (
 // clusterScoped are the resources of the whole cluster among those the
 // commands read.
 var clusterScoped = map[string]bool{
-	"nodes": true, "namespaces": true, "priorityclasses.scheduling.k8s.io": true, "storageclasses.storage.k8s.io": true,
+	"nodes": true, "priorityclasses.scheduling.k8s.io": true, "storageclasses.storage.k8s.io": true,
 	"clusterqueues.kueue.x-k8s.io": true, "resourceflavors.kueue.x-k8s.io": true, "topologies.kueue.x-k8s.io": true,
 	"workloadpriorityclasses.kueue.x-k8s.io": true, "multikueueconfigs.kueue.x-k8s.io": true,
 	"multikueueclusters.kueue.x-k8s.io": true, "clustertrainingruntimes.trainer.kubeflow.org": true,
@@ -160,4 +162,159 @@ func JobResources() string {
 		names = append(names, k.resource.GroupResource().String())
 	}
 	return strings.Join(names, ", ")
+}
+
+// Use is what one command asks of the API server in a namespace: the
+// rights without which it fails (Needs), and those without which it tells
+// less (Helps: check's questions, the reasons and positions of status and
+// list).
+type Use struct {
+	Command      string
+	Needs, Helps []Right
+}
+
+// Uses are the rights of every command that talks to a cluster, for jobs
+// of the kinds named (the kind submitted first, then the one it wraps) in
+// a namespace. It is the one table of them: generator access asks the API
+// server about each, and renders the ClusterRoles an administrator binds
+// from it; the simulated cluster checks that each command asks for no
+// right but these. An error names a kind the generator does not make.
+func Uses(namespace string, kindNames ...string) ([]Use, error) {
+	var job []schema.GroupResource
+	for _, name := range kindNames {
+		k := kindNamed(name)
+		if k == nil {
+			return nil, fmt.Errorf("the generator makes no %s: the kinds are %s", name, kindList())
+		}
+		job = append(job, k.resource.GroupResource())
+	}
+	in := func(verb string, resources ...schema.GroupResource) []Right {
+		var rights []Right
+		for _, r := range resources {
+			rights = append(rights, Right{verb, r, namespace})
+		}
+		return rights
+	}
+	on := func(verb string, resources ...schema.GroupResource) []Right {
+		var rights []Right
+		for _, r := range resources {
+			rights = append(rights, Right{Verb: verb, Resource: r})
+		}
+		return rights
+	}
+	kueue := func(resource string) schema.GroupResource {
+		return schema.GroupResource{Group: "kueue.x-k8s.io", Resource: resource}
+	}
+	core := func(resource string) schema.GroupResource { return schema.GroupResource{Resource: resource} }
+	submitted := job[:1]
+	// What check asks beside the dry run: the objects the settings name,
+	// the queue and its quota, the nodes, the cluster's profile.
+	questions := slices.Concat(
+		in("get", core("namespaces"), kueue("localqueues"), configMapsResource, core("secrets"), core("persistentvolumeclaims"),
+			core("serviceaccounts"), schema.GroupResource{Group: "k8s.cni.cncf.io", Resource: "network-attachment-definitions"}),
+		[]Right{{"get", configMapsResource, "kube-public"}},
+		on("get", schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, kueue("workloadpriorityclasses"),
+			kueue("clusterqueues"), kueue("resourceflavors"), kueue("topologies"), schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"},
+			schema.GroupResource{Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes"}, kueue("multikueueconfigs"), kueue("multikueueclusters")),
+		on("list", core("nodes")),
+	)
+	// What a follower reads: the job, its Workload, its pods and their
+	// logs, its events.
+	following := slices.Concat(in("list", workloadsResource, eventsResource), in("list", podsResource), in("watch", podsResource), in("get", podLogsResource))
+	return []Use{
+		// AppWrapper's webhook lets only those who may create the kind
+		// it wraps create it (its userRBACAdmissionCheck).
+		{Command: "check", Needs: in("create", job...), Helps: questions},
+		{Command: "submit", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...)), Helps: questions},
+		{Command: "submit --wait", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...), in("watch", submitted...)),
+			Helps: slices.Concat(questions, following)},
+		{Command: "submit --workspace", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...), in("create", configMapsResource)),
+			Helps: questions},
+		{Command: "status", Needs: in("get", submitted...),
+			Helps: slices.Concat(in("list", workloadsResource, eventsResource, podsResource), in("get", podLogsResource, pendingWorkloadsResource))},
+		{Command: "logs", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("get", podLogsResource))},
+		{Command: "logs -f", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("watch", podsResource), in("get", podLogsResource)),
+			Helps: in("watch", submitted...)},
+		{Command: "list", Needs: in("list", submitted...), Helps: slices.Concat(in("list", workloadsResource, podsResource), in("get", pendingWorkloadsResource))},
+		{Command: "list -A", Helps: slices.Concat(on("list", submitted...), on("list", workloadsResource, podsResource))},
+		{Command: "stop, resume", Needs: slices.Concat(in("get", submitted...), in("list", workloadsResource), in("patch", workloadsResource), in("patch", submitted...))},
+		{Command: "delete", Needs: slices.Concat(in("get", submitted...), in("delete", submitted...)), Helps: in("watch", submitted...)},
+		{Command: "completion of names", Needs: in("list", submitted...)},
+		{Command: "profile get", Helps: slices.Concat(in("get", configMapsResource), []Right{{"get", configMapsResource, "kube-public"}})},
+		{Command: "run --local --from-cluster", Helps: in("get", configMapsResource, core("secrets"))},
+	}, nil
+}
+
+// kindList names the kinds the generator makes, for messages.
+func kindList() string {
+	var names []string
+	for _, k := range kinds {
+		names = append(names, k.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// The ClusterRoles that Roles renders.
+const (
+	// UserRole is every right of every command in a namespace, to bind
+	// there with a RoleBinding, as MLBatch binds its mlbatch-edit.
+	UserRole = "torchwrap-user"
+	// ReaderRole is the cluster-wide reads that make check whole, to bind
+	// with a ClusterRoleBinding.
+	ReaderRole = "torchwrap-cluster-reader"
+)
+
+// Roles are the ClusterRoles of the rights of every command, for jobs of
+// every kind the generator makes: UserRole, the rights in a namespace,
+// and ReaderRole, the reads of objects of the whole cluster. The right to
+// read the cluster's profile in kube-public is the profile's own Role
+// (generator profile render --cluster).
+func Roles() []map[string]any {
+	// The rights a rule gives, by API group and resource.
+	type key struct{ group, resource string }
+	verbs := map[string]map[key][]string{UserRole: {}, ReaderRole: {}}
+	for _, k := range kinds {
+		uses, _ := Uses("", k.name)
+		for _, u := range uses {
+			for _, r := range slices.Concat(u.Needs, u.Helps) {
+				if r.Namespace != "" && !r.ClusterScoped() {
+					continue // kube-public's
+				}
+				role := UserRole
+				if r.ClusterScoped() {
+					role = ReaderRole
+				}
+				at := key{r.Resource.Group, r.Resource.Resource}
+				if !slices.Contains(verbs[role][at], r.Verb) {
+					verbs[role][at] = append(verbs[role][at], r.Verb)
+				}
+			}
+		}
+	}
+	var roles []map[string]any
+	for _, name := range []string{UserRole, ReaderRole} {
+		keys := slices.SortedFunc(maps.Keys(verbs[name]), func(a, b key) int {
+			return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.resource, b.resource))
+		})
+		var rules []any
+		for _, at := range keys {
+			v := verbs[name][at]
+			slices.Sort(v)
+			rules = append(rules, map[string]any{"apiGroups": []any{at.group}, "resources": []any{at.resource}, "verbs": toAny(v)})
+		}
+		roles = append(roles, map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+			"metadata": map[string]any{"name": name, "labels": map[string]any{"app.kubernetes.io/name": "torchwrap-generator"}},
+			"rules":    rules,
+		})
+	}
+	return roles
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }

@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -164,6 +165,30 @@ func (f *Flags) Connect(userAgent string, warnings io.Writer) (*Client, error) {
 	}
 	client.Workers = workers
 	return client, nil
+}
+
+// Namespaces are the namespaces the kubeconfig names for the cluster and
+// the user of the current context: current (the client's: -n, else the
+// context's) first, then those of its other contexts with the same cluster
+// and user, in the order of their names.
+func (f *Flags) Namespaces(current string) []string {
+	namespaces := []string{current}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(f.rules, &f.overrides).RawConfig()
+	if err != nil {
+		return namespaces
+	}
+	name := cmp.Or(f.overrides.CurrentContext, raw.CurrentContext)
+	here, ok := raw.Contexts[name]
+	if !ok {
+		return namespaces
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw.Contexts)) {
+		c := raw.Contexts[name]
+		if c.Cluster == here.Cluster && c.AuthInfo == here.AuthInfo && c.Namespace != "" && !slices.Contains(namespaces, c.Namespace) {
+			namespaces = append(namespaces, c.Namespace)
+		}
+	}
+	return namespaces
 }
 
 // workerOverrides are what reaches a worker cluster by its context: of the

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -79,7 +80,14 @@ func (c *Client) hold(ctx context.Context, ref Ref, stop bool) (Hold, error) {
 		h := Hold{Ref: ref, Stop: stop, Object: "Workload " + wl.Name, Field: "spec.active", Value: active,
 			Changed: (wl.Spec.Active == nil || *wl.Spec.Active) != active}
 		if h.Changed {
-			if err := c.patch(ctx, c.Kueue(ctx, "workloads"), ref.Namespace, wl.Name, map[string]any{"spec": map[string]any{"active": active}}); err != nil {
+			err := c.patch(ctx, c.Kueue(ctx, "workloads"), ref.Namespace, wl.Name, map[string]any{"spec": map[string]any{"active": active}})
+			if errors.As(err, &Forbidden{}) {
+				// The job's own suspend field is no way round: Kueue
+				// sets it back at once while the Workload is admitted.
+				return h, fmt.Errorf("your role does not let you %s a job Kueue manages: that takes patch on workloads.kueue.x-k8s.io in namespace %s (RBAC), as Kueue undoes a suspension of the job itself; "+
+					"ask an administrator for it (generator access --roles has it)%s", verb, ref.Namespace, map[bool]string{true: fmt.Sprintf(", or free its GPUs with generator delete %s -n %s, which deletes the job", ref.Name, ref.Namespace)}[stop])
+			}
+			if err != nil {
 				return h, err
 			}
 		}
@@ -139,11 +147,17 @@ func (c *Client) patch(ctx context.Context, gvr schema.GroupVersionResource, nam
 	return c.failed(err, fmt.Sprintf("changing %s %s", resource, name))
 }
 
-// forbidden is the error for a request RBAC refuses: which verb, on which
+// Forbidden is the error for a request RBAC refuses: which verb, on which
 // resource, and what for.
+type Forbidden struct{ Verb, Resource, Namespace, What string }
+
 func forbidden(verb, resource, namespace, what string) error {
-	return fmt.Errorf("you may not %s %s in namespace %q (RBAC), which it takes %s; ask an administrator for the verb %s on %s there",
-		verb, resource, namespace, what, verb, resource)
+	return Forbidden{verb, resource, namespace, what}
+}
+
+func (f Forbidden) Error() string {
+	return fmt.Sprintf("you may not %s %s in namespace %q (RBAC), which it takes %s; ask an administrator for the verb %s on %s there",
+		f.Verb, f.Resource, f.Namespace, f.What, f.Verb, f.Resource)
 }
 
 // String says what Stop or Resume did, and how to undo it.

@@ -171,7 +171,9 @@ func TestStopErrors(t *testing.T) {
 		name:    "you may not change the Workload",
 		objects: []string{appWrapper("{phase: Running}"), workloadOwnedBy("aw-uid", admittedWL)},
 		react:   forbid("patch", "workloads"),
-		want:    `you may not patch workloads.kueue.x-k8s.io in namespace "ml" (RBAC), which it takes to hold or resume the job; ask an administrator for the verb patch on workloads.kueue.x-k8s.io there`,
+		// MLBatch's team role: the job's own suspend field is no way
+		// round, as Kueue sets it back at once (seen on Kueue v0.17.1).
+		want: `your role does not let you stop a job Kueue manages: that takes patch on workloads.kueue.x-k8s.io in namespace ml (RBAC), as Kueue undoes a suspension of the job itself; ask an administrator for it (generator access --roles has it), or free its GPUs with generator delete demo -n ml, which deletes the job`,
 	}, {
 		name:    "you may not read Workloads",
 		objects: []string{appWrapper("{phase: Running}")},

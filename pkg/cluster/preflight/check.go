@@ -32,7 +32,6 @@ var (
 	serviceAccounts = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 	storageClasses  = schema.GroupVersionResource{Group: "storage.k8s.io", Version: "v1", Resource: "storageclasses"}
 	networks        = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
-	accessReviews   = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
 	runtimes        = schema.GroupVersionResource{Group: "trainer.kubeflow.org", Version: "v1alpha1", Resource: "clustertrainingruntimes"}
 )
 
@@ -520,19 +519,7 @@ func (k *checker) create(ctx context.Context, gvr schema.GroupVersionResource) {
 // mayCreate asks the API server whether the user may create objects of the
 // resource in the namespace.
 func (k *checker) mayCreate(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
-	review := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "authorization.k8s.io/v1",
-		"kind":       "SelfSubjectAccessReview",
-		"spec": map[string]any{"resourceAttributes": map[string]any{
-			"namespace": k.namespace, "verb": "create", "group": gvr.Group, "resource": gvr.Resource,
-		}},
-	}}
-	answer, err := k.client.Dynamic.Resource(accessReviews).Create(ctx, review, metav1.CreateOptions{})
-	if err != nil {
-		return false, err
-	}
-	allowed, _, _ := unstructured.NestedBool(answer.Object, "status", "allowed")
-	return allowed, nil
+	return k.client.May(ctx, cluster.Right{Verb: "create", Resource: gvr.GroupResource(), Namespace: k.namespace})
 }
 
 // workspace checks that the ConfigMaps of the job's workspace can be

@@ -9,18 +9,22 @@ import (
 	"time"
 )
 
-// SimScaleNamespace is the namespace where the pods of kwok's fake nodes
+// SimScaleNamespace is a namespace where the pods of kwok's fake nodes
 // have a log: kwok serves each of their containers the same training log
 // (trainingLog) through pods/log, so that reading the logs of a job there
 // costs what it costs on a real cluster. Elsewhere their logs cannot be
-// read, as before.
+// read, as before, but in RolesNamespaces.
 const SimScaleNamespace = "sim-scale"
+
+// RolesNamespaces are the namespaces of the roles scenario, one for each
+// role a platform gives a team, where kwok serves the pods' logs too.
+var RolesNamespaces = []string{"roles-mlbatch", "roles-kueue", "roles-edit", "roles-torchwrap"}
 
 // TrainingLogLines is the number of lines of that log.
 const TrainingLogLines = 2000
 
-// kwokLogs is kwok's configuration of the logs it serves (%s: the log's
-// file).
+// kwokLogs is kwok's configuration of the logs it serves (%s: the
+// namespaces, then the log's file).
 const kwokLogs = `---
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: ClusterLogs
@@ -28,7 +32,7 @@ metadata:
   name: training-log
 spec:
   selector:
-    matchNamespaces: [` + SimScaleNamespace + `]
+    matchNamespaces: [%s]
   logs:
   - logsFile: %s
 `

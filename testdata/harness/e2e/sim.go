@@ -206,6 +206,13 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 	if err := c.CreateAll([][]byte{[]byte(simObjects())}); err != nil {
 		return err
 	}
+	roles, err := userRoles(b)
+	if err != nil {
+		return err
+	}
+	if err := c.CreateAll(roles); err != nil {
+		return err
+	}
 
 	kc := c.Kubeconfig
 	trainingLog := filepath.Join(dir, "kwok-logs", "training.log")
@@ -217,7 +224,7 @@ func (c *Cluster) StartSim(b SimBinaries, crds [][]byte, programs string) error 
 	}
 	files := map[string]string{
 		"scheduler.yaml":   fmt.Sprintf(schedulerConfig, kc),
-		"kwok-stages.yaml": kwokStages + fmt.Sprintf(kwokLogs, trainingLog),
+		"kwok-stages.yaml": kwokStages + fmt.Sprintf(kwokLogs, strings.Join(append([]string{SimScaleNamespace}, RolesNamespaces...), ", "), trainingLog),
 		"jobset.yaml":      fmt.Sprintf(jobSetConfig, jobSetHealth, jobSetWebhook, filepath.Join(dir, "certs")),
 		"trainer.yaml":     fmt.Sprintf(trainerConfig, trainerHealth, trainerWebhook),
 	}
@@ -412,6 +419,66 @@ func kueueCRDs(b SimBinaries, p kueuePorts, ca []byte) ([][]byte, error) {
 		}
 	}
 	return crds, nil
+}
+
+// userRoles are the ClusterRoles for users that Kueue and the AppWrapper
+// controller install, named as their kustomizations name them: Kueue's
+// batch-user role (kueue-batch-user-role), which aggregates the roles
+// labelled rbac.kueue.x-k8s.io/batch-user, and those; AppWrapper's editor
+// and viewer roles, aggregated into Kubernetes' edit, admin and view (its
+// config/default patches add those labels).
+func userRoles(b SimBinaries) ([][]byte, error) {
+	var roles [][]byte
+	add := func(file, prefix string, labels map[string]string, keep func(map[string]string) bool) error {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		var role map[string]any
+		if err := sigsyaml.Unmarshal(data, &role); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		meta, _ := role["metadata"].(map[string]any)
+		have := map[string]string{}
+		if l, ok := meta["labels"].(map[string]any); ok {
+			for k, v := range l {
+				have[k], _ = v.(string)
+			}
+		}
+		if keep != nil && !keep(have) {
+			return nil
+		}
+		for k, v := range labels {
+			have[k] = v
+		}
+		meta["labels"], meta["name"] = have, prefix+meta["name"].(string)
+		data, err = sigsyaml.Marshal(role)
+		roles = append(roles, data)
+		return err
+	}
+	kueueRoles, err := filepath.Glob(filepath.Join(b.KueueModule, "config", "components", "rbac", "*_role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	for _, file := range kueueRoles {
+		keep := func(labels map[string]string) bool { return labels["rbac.kueue.x-k8s.io/batch-user"] == "true" }
+		if filepath.Base(file) == "batch_user_role.yaml" {
+			keep = nil
+		}
+		if err := add(file, "kueue-", nil, keep); err != nil {
+			return nil, err
+		}
+	}
+	rbac := filepath.Join(b.AppWrapperModule, "config", "rbac")
+	for file, labels := range map[string]map[string]string{
+		"editor_role.yaml": {"rbac.authorization.k8s.io/aggregate-to-edit": "true", "rbac.authorization.k8s.io/aggregate-to-admin": "true"},
+		"viewer_role.yaml": {"rbac.authorization.k8s.io/aggregate-to-view": "true"},
+	} {
+		if err := add(filepath.Join(rbac, file), "appwrapper-", labels, nil); err != nil {
+			return nil, err
+		}
+	}
+	return roles, nil
 }
 
 // serving are the arguments that say how kube-controller-manager and

@@ -533,7 +533,13 @@ var clusterQueues = []clusterQueue{
 	{name: SmallProcessClusterQueue, flavor: "process-flavor", gpus: SmallProcessGPUs},
 	{name: TeamAClusterQueue, flavor: "gpu-flavor", gpus: SimNodeGPUs, cohort: TeamsCohort, noBorrowing: true},
 	{name: TeamBClusterQueue, flavor: "gpu-flavor", gpus: SimNodeGPUs, cohort: TeamsCohort},
+	{name: RolesClusterQueue, flavor: "gpu-flavor", gpus: SimNodeGPUs},
 }
+
+// RolesClusterQueue is the ClusterQueue of the jobs of the users of the
+// roles scenario, and theirs alone, so that what their jobs hold of it is
+// theirs: one node's GPUs.
+const RolesClusterQueue = "roles-cq"
 
 // The ClusterQueues of two teams, in one cohort, and the cohort.
 const (
