@@ -85,6 +85,7 @@ cannot be reached.`,
 				// A role bound in namespaces lists nothing across them:
 				// list those the kubeconfig names, and say so.
 				var listed []string
+				listing = cluster.Listing{NoKind: true}
 				for _, ns := range kube.Namespaces(client.Namespace) {
 					opts.Namespace = ns
 					one, err := client.List(cmd.Context(), opts)

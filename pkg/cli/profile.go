@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	chartfiles "github.com/torchwrap/generator/chart"
@@ -75,7 +74,7 @@ func clusterProfile(ctx context.Context, client *cluster.Client, namespace strin
 		case errors.As(r.err, &unreachable):
 			return profileRead{}, r.err
 		case apierrors.IsForbidden(r.err):
-			found.denied.Add(configMap+" (a profile)", cluster.Right{Verb: "get", Resource: schema.GroupResource{Resource: "configmaps"}, Namespace: places[i]})
+			found.denied.Add(configMap+" (a profile)", cluster.ProfileRight(places[i]))
 		case r.err != nil:
 			found.unread = append(found.unread, r.err.Error())
 		case r.data == nil:
@@ -338,11 +337,14 @@ generator render --profile FILE. It fails when the cluster has none.`,
 			}
 			p, unread := read.profile, read.unread
 			if p == nil {
-				why := append(unread, "no "+strings.Join(read.missing, " nor "))
+				why := unread
+				if len(read.missing) > 0 {
+					why = append(why, "no "+strings.Join(read.missing, " nor "))
+				}
 				if len(read.denied) > 0 {
 					// What it could not read, it does not say is not there.
-					return fmt.Errorf("the cluster at %s has no profile for namespace %s that you may read: %s; %s",
-						client.Server, client.Namespace, strings.Join(why, "; "), read.unknown())
+					return fmt.Errorf("the cluster at %s has no profile for namespace %s that you may read: %s",
+						client.Server, client.Namespace, strings.Join(append(why, read.unknown()), "; "))
 				}
 				return fmt.Errorf("the cluster at %s has no profile for namespace %s: %s", client.Server, client.Namespace, strings.Join(why, "; "))
 			}

@@ -96,7 +96,7 @@ func TestAClusterProfileThatCannotBeApplied(t *testing.T) {
 	_, errOut, code := generator("check", "-f", "settings.yaml")
 	require.Equal(t, ExitOK, code, errOut)
 	require.Equal(t, `profile: ConfigMap ml/torchwrap-profile (team)
-could not check ConfigMap kube-public/torchwrap-profile (a profile), as your role does not allow it (RBAC); the right that would: get configmaps in namespace kube-public (generator access tells each command's)
+could not check ConfigMap kube-public/torchwrap-profile (a profile), as your role does not allow it (RBAC); the right that would: get configmaps torchwrap-profile in namespace kube-public (generator access tells each command's)
 `, errOut)
 	// submit says nothing of it: it would at every run.
 	_, errOut, _ = generator("submit", "-f", "settings.yaml")
@@ -105,7 +105,7 @@ could not check ConfigMap kube-public/torchwrap-profile (a profile), as your rol
 	// profile get does not say that what it could not read is not there.
 	_, errOut, code = generator("profile", "get")
 	require.Equal(t, ExitOK, code, errOut)
-	require.Equal(t, "warning: profile: whether ConfigMap kube-public/torchwrap-profile holds a profile is not known: your role does not let you read it (RBAC; the right that would: get configmaps in namespace kube-public); applied ConfigMap ml/torchwrap-profile (team) alone\n", errOut)
+	require.Equal(t, "warning: profile: whether ConfigMap kube-public/torchwrap-profile holds a profile is not known: your role does not let you read it (RBAC; the right that would: get configmaps torchwrap-profile in namespace kube-public); applied ConfigMap ml/torchwrap-profile (team) alone\n", errOut)
 
 	// Nor does it when there is none it may read.
 	connectToFake(t, clustertest.Fake{React: func(dyn *dynamicfake.FakeDynamicClient) {
@@ -118,7 +118,7 @@ could not check ConfigMap kube-public/torchwrap-profile (a profile), as your rol
 	}})
 	_, errOut, code = generator("profile", "get")
 	require.Equal(t, ExitInvalid, code)
-	require.Equal(t, "Error: the cluster at https://fake has no profile for namespace ml that you may read: no ConfigMap ml/torchwrap-profile; whether ConfigMap kube-public/torchwrap-profile holds a profile is not known: your role does not let you read it (RBAC; the right that would: get configmaps in namespace kube-public)\n", errOut)
+	require.Equal(t, "Error: the cluster at https://fake has no profile for namespace ml that you may read: no ConfigMap ml/torchwrap-profile; whether ConfigMap kube-public/torchwrap-profile holds a profile is not known: your role does not let you read it (RBAC; the right that would: get configmaps torchwrap-profile in namespace kube-public)\n", errOut)
 
 	connectToFake(t, clustertest.Fake{Objects: profileConfigMap("ml", "apiVersion: torchwrap.dev/v1alpha1\nkind: Profile\ndefaults:\n  numGpuPerPod: 4\n")})
 	_, errOut, code = generator("check", "-f", "settings.yaml")

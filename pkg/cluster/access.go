@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/torchwrap/generator/pkg/profile"
 )
 
 // Right is one verb on one resource, as RBAC grants it: in a namespace, in
@@ -23,6 +25,9 @@ type Right struct {
 	// pods/log.
 	Resource  schema.GroupResource
 	Namespace string
+	// Name is the one object of the resource the right is to; "" for
+	// every object.
+	Name string
 }
 
 // The resources of the rights that are not a kind's.
@@ -55,6 +60,9 @@ func (r Right) ClusterScoped() bool {
 // workloads.kueue.x-k8s.io in namespace team-a", "list nodes".
 func (r Right) String() string {
 	s := r.Verb + " " + r.Resource.String()
+	if r.Name != "" {
+		s += " " + r.Name
+	}
 	switch {
 	case r.ClusterScoped():
 		return s
@@ -91,7 +99,9 @@ func (d Denied) String() string {
 	}
 	var whats, rights []string
 	for _, r := range d {
-		whats = append(whats, r.What)
+		if !slices.Contains(whats, r.What) {
+			whats = append(whats, r.What)
+		}
 		if !slices.Contains(rights, r.Needs) {
 			rights = append(rights, r.Needs)
 		}
@@ -114,6 +124,9 @@ func (c *Client) May(ctx context.Context, r Right) (bool, error) {
 	attributes := map[string]any{"verb": r.Verb, "group": r.Resource.Group, "resource": resource}
 	if subresource != "" {
 		attributes["subresource"] = subresource
+	}
+	if r.Name != "" {
+		attributes["name"] = r.Name
 	}
 	if !r.ClusterScoped() && r.Namespace != "" {
 		attributes["namespace"] = r.Namespace
@@ -191,7 +204,7 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 	in := func(verb string, resources ...schema.GroupResource) []Right {
 		var rights []Right
 		for _, r := range resources {
-			rights = append(rights, Right{verb, r, namespace})
+			rights = append(rights, Right{Verb: verb, Resource: r, Namespace: namespace})
 		}
 		return rights
 	}
@@ -207,12 +220,20 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 	}
 	core := func(resource string) schema.GroupResource { return schema.GroupResource{Resource: resource} }
 	submitted := job[:1]
+	// Finding a job by its name reads every kind of that name (those the
+	// role does not let the user read are left out).
+	var every []schema.GroupResource
+	for _, k := range kinds {
+		every = append(every, k.resource.GroupResource())
+	}
+	find := in("get", every...)
+	listing := slices.Concat(in("list", every...), in("list", workloadsResource, podsResource), in("get", pendingWorkloadsResource))
 	// What check asks beside the dry run: the objects the settings name,
 	// the queue and its quota, the nodes, the cluster's profile.
 	questions := slices.Concat(
 		in("get", core("namespaces"), kueue("localqueues"), configMapsResource, core("secrets"), core("persistentvolumeclaims"),
 			core("serviceaccounts"), schema.GroupResource{Group: "k8s.cni.cncf.io", Resource: "network-attachment-definitions"}),
-		[]Right{{"get", configMapsResource, "kube-public"}},
+		[]Right{ProfileRight(profile.ClusterNamespace)},
 		on("get", schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, kueue("workloadpriorityclasses"),
 			kueue("clusterqueues"), kueue("resourceflavors"), kueue("topologies"), schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"},
 			schema.GroupResource{Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes"}, kueue("multikueueconfigs"), kueue("multikueueclusters")),
@@ -220,29 +241,40 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 	)
 	// What a follower reads: the job, its Workload, its pods and their
 	// logs, its events.
-	following := slices.Concat(in("list", workloadsResource, eventsResource), in("list", podsResource), in("watch", podsResource), in("get", podLogsResource))
+	reading := slices.Concat(find, in("list", workloadsResource, eventsResource, podsResource), in("get", podLogsResource, pendingWorkloadsResource))
+	following := slices.Concat(reading, in("watch", eventsResource, podsResource), in("list", submitted...), in("watch", submitted...))
 	return []Use{
 		// AppWrapper's webhook lets only those who may create the kind
 		// it wraps create it (its userRBACAdmissionCheck).
 		{Command: "check", Needs: in("create", job...), Helps: questions},
-		{Command: "submit", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...)), Helps: questions},
+		{Command: "submit", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...)), Helps: slices.Concat(questions, find)},
 		{Command: "submit --wait", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...), in("watch", submitted...)),
 			Helps: slices.Concat(questions, following)},
 		{Command: "submit --workspace", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...), in("create", configMapsResource)),
-			Helps: questions},
-		{Command: "status", Needs: in("get", submitted...),
-			Helps: slices.Concat(in("list", workloadsResource, eventsResource, podsResource), in("get", podLogsResource, pendingWorkloadsResource))},
-		{Command: "logs", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("get", podLogsResource))},
+			Helps: slices.Concat(questions, find)},
+		{Command: "status", Needs: in("get", submitted...), Helps: reading},
+		{Command: "logs", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("get", podLogsResource)), Helps: reading},
 		{Command: "logs -f", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("watch", podsResource), in("get", podLogsResource)),
-			Helps: in("watch", submitted...)},
-		{Command: "list", Needs: in("list", submitted...), Helps: slices.Concat(in("list", workloadsResource, podsResource), in("get", pendingWorkloadsResource))},
-		{Command: "list -A", Helps: slices.Concat(on("list", submitted...), on("list", workloadsResource, podsResource))},
-		{Command: "stop, resume", Needs: slices.Concat(in("get", submitted...), in("list", workloadsResource), in("patch", workloadsResource), in("patch", submitted...))},
-		{Command: "delete", Needs: slices.Concat(in("get", submitted...), in("delete", submitted...)), Helps: in("watch", submitted...)},
-		{Command: "completion of names", Needs: in("list", submitted...)},
-		{Command: "profile get", Helps: slices.Concat(in("get", configMapsResource), []Right{{"get", configMapsResource, "kube-public"}})},
+			Helps: following},
+		{Command: "list", Needs: in("list", submitted...), Helps: listing},
+		// Across namespaces, else in those the kubeconfig names.
+		{Command: "list -A", Helps: slices.Concat(on("list", every...), on("list", workloadsResource, podsResource), in("list", submitted...), listing)},
+		{Command: "stop, resume", Needs: slices.Concat(in("get", submitted...), in("list", workloadsResource), in("patch", workloadsResource), in("patch", submitted...)), Helps: find},
+		// It deletes the ConfigMaps of the job's workspace with it, and
+		// waits until the job and its pods are gone.
+		{Command: "delete", Needs: slices.Concat(in("get", submitted...), in("delete", submitted...)),
+			Helps: slices.Concat(find, in("list", workloadsResource), in("list", submitted...), in("watch", submitted...), in("list", podsResource), in("watch", podsResource),
+				in("get", configMapsResource), in("delete", configMapsResource))},
+		{Command: "completion of names", Needs: in("list", submitted...), Helps: in("list", every...)},
+		{Command: "profile get", Helps: []Right{ProfileRight(namespace), ProfileRight(profile.ClusterNamespace)}},
 		{Command: "run --local --from-cluster", Helps: in("get", configMapsResource, core("secrets"))},
 	}, nil
+}
+
+// ProfileRight is the right to read the ConfigMap of a profile in a
+// namespace.
+func ProfileRight(namespace string) Right {
+	return Right{Verb: "get", Resource: configMapsResource, Namespace: namespace, Name: profile.ConfigMapName}
 }
 
 // kindList names the kinds the generator makes, for messages.
@@ -266,25 +298,22 @@ const (
 
 // Roles are the ClusterRoles of the rights of every command, for jobs of
 // every kind the generator makes: UserRole, the rights in a namespace,
-// and ReaderRole, the reads of objects of the whole cluster. The right to
-// read the cluster's profile in kube-public is the profile's own Role
-// (generator profile render --cluster).
+// and ReaderRole, the reads of objects of the whole cluster, and of the
+// profiles' ConfigMaps in every namespace by their name (kube-public's is
+// the cluster's).
 func Roles() []map[string]any {
-	// The rights a rule gives, by API group and resource.
-	type key struct{ group, resource string }
+	// The rights a rule gives, by API group, resource and object name.
+	type key struct{ group, resource, name string }
 	verbs := map[string]map[key][]string{UserRole: {}, ReaderRole: {}}
 	for _, k := range kinds {
 		uses, _ := Uses("", k.name)
 		for _, u := range uses {
 			for _, r := range slices.Concat(u.Needs, u.Helps) {
-				if r.Namespace != "" && !r.ClusterScoped() {
-					continue // kube-public's
-				}
 				role := UserRole
-				if r.ClusterScoped() {
+				if r.ClusterScoped() || r.Name != "" {
 					role = ReaderRole
 				}
-				at := key{r.Resource.Group, r.Resource.Resource}
+				at := key{r.Resource.Group, r.Resource.Resource, r.Name}
 				if !slices.Contains(verbs[role][at], r.Verb) {
 					verbs[role][at] = append(verbs[role][at], r.Verb)
 				}
@@ -294,13 +323,17 @@ func Roles() []map[string]any {
 	var roles []map[string]any
 	for _, name := range []string{UserRole, ReaderRole} {
 		keys := slices.SortedFunc(maps.Keys(verbs[name]), func(a, b key) int {
-			return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.resource, b.resource))
+			return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.resource, b.resource), cmp.Compare(a.name, b.name))
 		})
 		var rules []any
 		for _, at := range keys {
 			v := verbs[name][at]
 			slices.Sort(v)
-			rules = append(rules, map[string]any{"apiGroups": []any{at.group}, "resources": []any{at.resource}, "verbs": toAny(v)})
+			rule := map[string]any{"apiGroups": []any{at.group}, "resources": []any{at.resource}, "verbs": toAny(v)}
+			if at.name != "" {
+				rule["resourceNames"] = []any{at.name}
+			}
+			rules = append(rules, rule)
 		}
 		roles = append(roles, map[string]any{
 			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",

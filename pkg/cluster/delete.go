@@ -20,7 +20,8 @@ type Deletion struct {
 	Ref Ref
 	// State is the job's state when it was deleted.
 	State State
-	// Pods is how many pods it had then.
+	// Pods is how many pods it had then; -1 when they could not be read
+	// (and so were not waited for).
 	Pods int
 	// Waited is true when Delete waited until the job and its pods were
 	// gone.
@@ -29,14 +30,14 @@ type Deletion struct {
 
 // String says what Delete did.
 func (d Deletion) String() string {
-	pods := map[int]string{0: "no pods", 1: "1 pod"}[d.Pods]
+	pods := map[int]string{-1: "its pods not read, nor waited for", 0: "with no pods", 1: "with 1 pod"}[d.Pods]
 	if pods == "" {
-		pods = fmt.Sprintf("%d pods", d.Pods)
+		pods = fmt.Sprintf("with %d pods", d.Pods)
 	}
 	if !d.Waited {
-		return fmt.Sprintf("deleting %s (it was %s, with %s) in the foreground, what it made first; not waiting until it is gone (--wait=false)", d.Ref, d.State, pods)
+		return fmt.Sprintf("deleting %s (it was %s, %s) in the foreground, what it made first; not waiting until it is gone (--wait=false)", d.Ref, d.State, pods)
 	}
-	return fmt.Sprintf("deleted %s (it was %s, with %s), and what it made", d.Ref, d.State, pods)
+	return fmt.Sprintf("deleted %s (it was %s, %s), and what it made", d.Ref, d.State, pods)
 }
 
 // Delete deletes a job and what it made, in the foreground (what it made
@@ -52,6 +53,9 @@ func (c *Client) Delete(ctx context.Context, ref Ref, wait bool) (Deletion, erro
 		return Deletion{}, err
 	}
 	done := Deletion{Ref: ref, State: s.State, Pods: len(podList)}
+	if s.Pods.Unread {
+		done.Pods = -1
+	}
 	if err := c.remove(ctx, obj); err != nil {
 		return done, err
 	}

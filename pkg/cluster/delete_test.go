@@ -120,3 +120,10 @@ func TestDeleteErrors(t *testing.T) {
 	_, err = client.Delete(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "gone"}, true)
 	require.ErrorAs(t, err, &NotFound{})
 }
+
+// Pods the user's role does not let it read are neither counted as none
+// nor waited for, and it says so.
+func TestDeletionOfPodsNotRead(t *testing.T) {
+	d := Deletion{Ref: Ref{Kind: "PyTorchJob", Namespace: "ml", Name: "demo"}, State: Running, Pods: -1, Waited: true}
+	require.Equal(t, `deleted PyTorchJob "demo" in namespace "ml" (it was Running, its pods not read, nor waited for), and what it made`, d.String())
+}

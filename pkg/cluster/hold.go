@@ -61,7 +61,7 @@ func (c *Client) hold(ctx context.Context, ref Ref, stop bool) (Hold, error) {
 	case c.Unreached(err) != nil:
 		return Hold{}, c.Unreached(err)
 	case apierrors.IsForbidden(err) && queued:
-		return Hold{}, forbidden("list", "workloads.kueue.x-k8s.io", ref.Namespace, "to find the job's Kueue Workload")
+		return Hold{}, kueueHolds(ref, stop, "list and patch")
 	case apierrors.IsForbidden(err):
 		// Without the queue label, Kueue does not manage the job.
 	default:
@@ -82,10 +82,7 @@ func (c *Client) hold(ctx context.Context, ref Ref, stop bool) (Hold, error) {
 		if h.Changed {
 			err := c.patch(ctx, c.Kueue(ctx, "workloads"), ref.Namespace, wl.Name, map[string]any{"spec": map[string]any{"active": active}})
 			if errors.As(err, &Forbidden{}) {
-				// The job's own suspend field is no way round: Kueue
-				// sets it back at once while the Workload is admitted.
-				return h, fmt.Errorf("your role does not let you %s a job Kueue manages: that takes patch on workloads.kueue.x-k8s.io in namespace %s (RBAC), as Kueue undoes a suspension of the job itself; "+
-					"ask an administrator for it (generator access --roles has it)%s", verb, ref.Namespace, map[bool]string{true: fmt.Sprintf(", or free its GPUs with generator delete %s -n %s, which deletes the job", ref.Name, ref.Namespace)}[stop])
+				return h, kueueHolds(ref, stop, "patch")
 			}
 			if err != nil {
 				return h, err
@@ -128,6 +125,18 @@ func (c *Client) hold(ctx context.Context, ref Ref, stop bool) (Hold, error) {
 	body := value.(map[string]any)
 	body["metadata"] = map[string]any{"annotations": map[string]any{stoppedAnnotation: annotation}}
 	return h, c.patch(ctx, k.resource, ref.Namespace, ref.Name, body)
+}
+
+// kueueHolds is the error for a role that may not stop or resume a job
+// that Kueue manages: the job's own suspend field is no way round, as
+// Kueue sets it back at once while the job's Workload is admitted.
+func kueueHolds(ref Ref, stop bool, verbs string) error {
+	verb, instead := "resume", ""
+	if stop {
+		verb, instead = "stop", fmt.Sprintf(", or free its GPUs with generator delete %s -n %s, which deletes the job", ref.Name, ref.Namespace)
+	}
+	return fmt.Errorf("your role does not let you %s a job Kueue manages: that takes %s on workloads.kueue.x-k8s.io in namespace %s (RBAC), as Kueue undoes a suspension of the job itself; "+
+		"ask an administrator for it (generator access --roles has it)%s", verb, verbs, ref.Namespace, instead)
 }
 
 // patch changes an object by a JSON merge patch.

@@ -178,7 +178,7 @@ func TestStopErrors(t *testing.T) {
 		name:    "you may not read Workloads",
 		objects: []string{appWrapper("{phase: Running}")},
 		react:   forbid("list", "workloads"),
-		want:    `you may not list workloads.kueue.x-k8s.io in namespace "ml" (RBAC), which it takes to find the job's Kueue Workload; ask an administrator for the verb list on workloads.kueue.x-k8s.io there`,
+		want:    `your role does not let you stop a job Kueue manages: that takes list and patch on workloads.kueue.x-k8s.io in namespace ml (RBAC), as Kueue undoes a suspension of the job itself; ask an administrator for it (generator access --roles has it), or free its GPUs with generator delete demo -n ml, which deletes the job`,
 	}, {
 		name:    "queued, without a Workload yet",
 		objects: []string{appWrapper("{phase: Suspended}")},

@@ -82,14 +82,14 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	switch err := wlErr; {
 	case err == nil, apierrors.IsNotFound(err):
 	case apierrors.IsForbidden(err):
-		out.Denied.Add("why a job waits (Kueue's Workloads)", Right{"list", workloadsResource, opts.Namespace})
+		out.Denied.Add("why a job waits (Kueue's Workloads)", Right{Verb: "list", Resource: workloadsResource, Namespace: opts.Namespace})
 	default:
 		note("Kueue Workloads: %v", err)
 	}
 	switch err := podsErr; {
 	case err == nil:
 	case apierrors.IsForbidden(err):
-		out.Denied.Add("the counts of the pods", Right{"list", podsResource, opts.Namespace})
+		out.Denied.Add("the counts of the pods", Right{Verb: "list", Resource: podsResource, Namespace: opts.Namespace})
 	default:
 		note("pods: %v", err)
 	}
@@ -174,7 +174,7 @@ func (c *Client) placeAll(ctx context.Context, jobs []Status, note func(string, 
 			switch {
 			case err != nil && apierrors.IsForbidden(err) && !failed:
 				failed = true
-				denied.Add("the positions in the queues", Right{"get", pendingWorkloadsResource, s.Namespace})
+				denied.Add("the positions in the queues", Right{Verb: "get", Resource: pendingWorkloadsResource, Namespace: s.Namespace})
 			case err != nil && !failed:
 				failed = true
 				note("positions in the queues: Kueue's visibility API (%s) does not answer: %s", visibleQueues.GroupVersion(), Message(err))

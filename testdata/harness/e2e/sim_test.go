@@ -60,6 +60,10 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Parallel()
 			s.processNodes(t)
 		})
+		t.Run("roles", func(t *testing.T) {
+			t.Parallel()
+			s.roles(t)
+		})
 		t.Run("in-turn", func(t *testing.T) {
 			t.Parallel()
 			t.Run("webhooks", s.webhooks)
@@ -204,6 +208,7 @@ var localQueues = map[string]string{
 	"small-process-queue": e2e.SmallProcessClusterQueue,
 	"team-a":              e2e.TeamAClusterQueue,
 	"team-b":              e2e.TeamBClusterQueue,
+	"roles-queue":         e2e.RolesClusterQueue,
 }
 
 // ensureQueue creates the namespace and its LocalQueue (unless queue is
