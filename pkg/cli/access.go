@@ -150,7 +150,8 @@ func writeRoles(s Streams) error {
 	out.WriteString(`# The rights of generator's commands (generator access --roles).
 # torchwrap-user: every command in a namespace; bind it there, for each user or group:
 #   kubectl create rolebinding NAME -n NAMESPACE --clusterrole torchwrap-user --user USER
-# torchwrap-cluster-reader: the cluster's own objects that check reads; bind it once:
+# torchwrap-cluster-reader: the cluster's own objects that check reads, and the profiles
+# (ConfigMaps torchwrap-profile, by that name alone); bind it once:
 #   kubectl create clusterrolebinding torchwrap-cluster-reader --clusterrole torchwrap-cluster-reader --group system:authenticated
 `)
 	for _, role := range cluster.Roles() {
