@@ -114,8 +114,18 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 	if err != nil {
 		return err
 	}
+	// The job's namespace: the settings', else (from the cluster) -n or
+	// the context's, as submit places it.
+	namespace := "default"
+	var client *cluster.Client
+	if f.fromCluster {
+		if client, err = dial(s, &f.kube); err != nil {
+			return err
+		}
+		namespace = client.Namespace
+	}
 	var result *renderedJob
-	if result, err = f.render(s); err != nil {
+	if result, err = f.render(s, namespace); err != nil {
 		return err
 	}
 	pods, err := local.Pods(result.job)
@@ -132,11 +142,7 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 		opts.Source, opts.ConfigMaps = "", carried(result.job)
 		folders = fmt.Sprintf("each pod runs in a folder of its own, empty, where its launch script unpacks the workspace of %s as it does in the cluster", ws.Folder)
 	}
-	if f.fromCluster {
-		client, err := dial(s, &f.kube)
-		if err != nil {
-			return err
-		}
+	if client != nil {
 		opts.Cluster = client
 	}
 	dir, made, err := runDir(f.dir, result.job.Inner.GetName())
@@ -202,7 +208,7 @@ type renderedJob struct {
 }
 
 // render renders the job, with --pods capping its pods.
-func (f *runFlags) render(s Streams) (*renderedJob, error) {
+func (f *runFlags) render(s Streams, namespace string) (*renderedJob, error) {
 	_, result, err := f.in.render(s)
 	if err != nil {
 		return nil, err
@@ -224,7 +230,7 @@ func (f *runFlags) render(s Streams) (*renderedJob, error) {
 		notes = append(notes, fmt.Sprintf("--pods %d: %d of the job's %d pods run", f.pods, f.pods, n))
 	}
 	ns, _ := result.Values["namespace"].(string)
-	job, err := cluster.NewJob(result.Manifest, cmp.Or(ns, "default"))
+	job, err := cluster.NewJob(result.Manifest, cmp.Or(ns, namespace))
 	if err != nil {
 		return nil, err
 	}

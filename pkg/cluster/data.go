@@ -46,8 +46,12 @@ func (c *Client) core(ctx context.Context, resource, namespace, name string) (*u
 	if u := c.Unreached(err); u != nil {
 		return nil, u
 	}
+	kind := resource[:len(resource)-1]
+	if apierrors.IsForbidden(err) {
+		return nil, Forbidden{Verb: "get", Resource: resource, Namespace: namespace, What: fmt.Sprintf("to read the %s %s", kind, name), Err: err}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the %s %s/%s: %w", resource[:len(resource)-1], namespace, name, err)
+		return nil, fmt.Errorf("reading the %s %s/%s: %w", kind, namespace, name, err)
 	}
 	return obj, nil
 }

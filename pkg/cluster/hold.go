@@ -157,12 +157,17 @@ func (c *Client) patch(ctx context.Context, gvr schema.GroupVersionResource, nam
 }
 
 // Forbidden is the error for a request RBAC refuses: which verb, on which
-// resource, and what for.
-type Forbidden struct{ Verb, Resource, Namespace, What string }
+// resource, and what for; and the API server's refusal, when kept.
+type Forbidden struct {
+	Verb, Resource, Namespace, What string
+	Err                             error
+}
 
 func forbidden(verb, resource, namespace, what string) error {
-	return Forbidden{verb, resource, namespace, what}
+	return Forbidden{Verb: verb, Resource: resource, Namespace: namespace, What: what}
 }
+
+func (f Forbidden) Unwrap() error { return f.Err }
 
 func (f Forbidden) Error() string {
 	return fmt.Sprintf("you may not %s %s in namespace %q (RBAC), which it takes %s; ask an administrator for the verb %s on %s there",

@@ -85,6 +85,9 @@ var roleSteps = []roleStep{
 	// Kueue's role may not create ConfigMaps.
 	{[]string{"submit", "-f", "SETTINGS", "--workspace", "WORKSPACE"}, "submit --workspace", [4]int{0, 1, 1, 0}},
 	{[]string{"delete", "JOB"}, "delete", [4]int{0, 0, 0, 0}},
+	// The pod here, its Secret read from the cluster (a torchrun of the
+	// test's says what it sees); Kueue's role may not read Secrets.
+	{[]string{"run", "--local", "-f", "LOCALSETTINGS", "--from-cluster", "--dir", "RUNDIR"}, "run --local --from-cluster", [4]int{0, 1, 0, 0}},
 }
 
 // rightsLine is a line that says what a role kept from a command, as
@@ -109,6 +112,7 @@ func (s *sim) roles(t *testing.T) {
 		ns := e2e.RolesNamespaces[i]
 		user := "member-of-" + ns
 		s.ensureQueue(t, ns, "roles-queue")
+		kubectl(t, s.cluster, nil, "create", "secret", "generic", "team-token", "-n", ns, "--from-literal=token=secret-of-"+ns)
 		kubectl(t, s.cluster, nil, "create", "rolebinding", "team", "-n", ns, "--clusterrole", role.clusterRole, "--user", user)
 		if role.clusterRole == cluster.UserRole {
 			kubectl(t, s.cluster, nil, "create", "clusterrolebinding", "roles-reader", "--clusterrole", cluster.ReaderRole, "--user", user)
@@ -147,7 +151,23 @@ podAnnotations:
 		return file
 	}
 	job, short := "long-"+role.name, "short-"+role.name
-	replacer := strings.NewReplacer("SHORTSETTINGS", settings(short, "3s"), "SETTINGS", settings(job, "10m"), "WORKSPACE", workspace, "SHORT", short, "JOB", job)
+	local := filepath.Join(dir, "local.settings.yaml")
+	require.NoError(t, os.WriteFile(local, []byte(`jobName: local
+containerImage: ghcr.io/foundation-model-stack/base:pytorch-latest-nightly-20230126
+numPods: 1
+numGpusPerPod: 0
+mainProgram: train.py
+environmentVariables:
+- name: TEAM_TOKEN
+  secret: {name: team-token, key: token}
+`), 0o644))
+	// A torchrun that says the Secret's value it was given.
+	bin := filepath.Join(dir, "bin")
+	require.NoError(t, os.MkdirAll(bin, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "torchrun"), []byte("#!/bin/sh\necho \"token: $TEAM_TOKEN\"\n"), 0o755))
+	env := []string{"KUBECONFIG=" + kubeconfig, "PATH=" + bin + ":" + os.Getenv("PATH")}
+	replacer := strings.NewReplacer("SHORTSETTINGS", settings(short, "3s"), "SETTINGS", settings(job, "10m"), "LOCALSETTINGS", local,
+		"WORKSPACE", workspace, "RUNDIR", filepath.Join(dir, "run"), "SHORT", short, "JOB", job)
 	kinds := []string{"AppWrapper", "PyTorchJob"}
 	if slices.Contains(role.settings, "wrapper=none") {
 		kinds = kinds[1:]
@@ -163,7 +183,7 @@ podAnnotations:
 		if args[0] == "check" || args[0] == "submit" {
 			args = append(args, role.settings...)
 		}
-		r, requests := s.countedWith(t, []string{"KUBECONFIG=" + kubeconfig}, dir, args...)
+		r, requests := s.countedWith(t, env, dir, args...)
 		command := strings.Join(step.args, " ")
 		t.Logf("%s as %s: exit %d\n%s%s", command, role.clusterRole, r.code, r.stdout, r.stderr)
 		require.Equal(t, step.codes[i], r.code, "generator %s as %s:\n%s%s", command, role.clusterRole, r.stdout, r.stderr)
@@ -202,6 +222,12 @@ podAnnotations:
 			})
 		case "__complete":
 			require.Contains(t, r.stdout, job, "the completion of names")
+		case "run":
+			if r.code == 0 {
+				require.Contains(t, r.stdout, "token: secret-of-"+ns)
+			} else {
+				require.Contains(t, r.stderr, "the secret team-token")
+			}
 		}
 	}
 }
