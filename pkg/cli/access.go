@@ -95,8 +95,11 @@ reached.`,
 				case len(lacksHelps) > 0:
 					answer = "PART"
 				}
-				lacks := strings.Join(append(lacksNeeds, lacksHelps...), ", ")
-				fmt.Fprintf(w, "%s\t%s\t%s\n", u.Command, answer, lacks)
+				row := []string{u.Command, answer}
+				if lacks := append(lacksNeeds, lacksHelps...); len(lacks) > 0 {
+					row = append(row, strings.Join(lacks, ", "))
+				}
+				fmt.Fprintln(w, strings.Join(row, "\t"))
 			}
 			w.Flush()
 			_, err = s.Out.Write(out.Bytes())

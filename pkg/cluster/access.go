@@ -167,16 +167,6 @@ func (c *Client) MayAll(ctx context.Context, rights []Right) ([]bool, error) {
 	return answers, nil
 }
 
-// JobResources names the resources of the kinds of jobs the generator
-// makes, for messages: "appwrappers.workload.codeflare.dev, ...".
-func JobResources() string {
-	var names []string
-	for _, k := range kinds {
-		names = append(names, k.resource.GroupResource().String())
-	}
-	return strings.Join(names, ", ")
-}
-
 // Use is what one command asks of the API server in a namespace: the
 // rights without which it fails (Needs), and those without which it tells
 // less (Helps: check's questions, the reasons and positions of status and
@@ -239,26 +229,26 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 			schema.GroupResource{Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes"}, kueue("multikueueconfigs"), kueue("multikueueclusters")),
 		on("list", core("nodes")),
 	)
-	// What a follower reads: the job, its Workload, its pods and their
-	// logs, its events.
+	// What status reads of a job: the job, its Workload, its pods and a
+	// log, its events, its place in its queue; and a follower, watching.
 	reading := slices.Concat(find, in("list", workloadsResource, eventsResource, podsResource), in("get", podLogsResource, pendingWorkloadsResource))
 	following := slices.Concat(reading, in("watch", eventsResource, podsResource), in("list", submitted...), in("watch", submitted...))
+	// Submitting: a server-side apply, which creates the job, then a
+	// reading of it. AppWrapper's webhook lets only those who may create
+	// the kind it wraps create it (its userRBACAdmissionCheck).
+	creating := slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...))
 	return []Use{
-		// AppWrapper's webhook lets only those who may create the kind
-		// it wraps create it (its userRBACAdmissionCheck).
 		{Command: "check", Needs: in("create", job...), Helps: questions},
-		{Command: "submit", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...)), Helps: slices.Concat(questions, find)},
-		{Command: "submit --wait", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...), in("watch", submitted...)),
-			Helps: slices.Concat(questions, following)},
-		{Command: "submit --workspace", Needs: slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...), in("create", configMapsResource)),
-			Helps: slices.Concat(questions, find)},
+		{Command: "submit", Needs: creating, Helps: slices.Concat(questions, find)},
+		{Command: "submit --wait", Needs: slices.Concat(creating, in("watch", submitted...)), Helps: slices.Concat(questions, following)},
+		{Command: "submit --workspace", Needs: slices.Concat(creating, in("create", configMapsResource)), Helps: slices.Concat(questions, find)},
 		{Command: "status", Needs: in("get", submitted...), Helps: reading},
 		{Command: "logs", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("get", podLogsResource)), Helps: reading},
 		{Command: "logs -f", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("watch", podsResource), in("get", podLogsResource)),
 			Helps: following},
 		{Command: "list", Needs: in("list", submitted...), Helps: listing},
 		// Across namespaces, else in those the kubeconfig names.
-		{Command: "list -A", Helps: slices.Concat(on("list", every...), on("list", workloadsResource, podsResource), in("list", submitted...), listing)},
+		{Command: "list -A", Helps: slices.Concat(on("list", every...), on("list", workloadsResource, podsResource), listing)},
 		{Command: "stop, resume", Needs: slices.Concat(in("get", submitted...), in("list", workloadsResource), in("patch", workloadsResource), in("patch", submitted...)), Helps: find},
 		// It deletes the ConfigMaps of the job's workspace with it, and
 		// waits until the job and its pods are gone.
@@ -278,12 +268,21 @@ func ProfileRight(namespace string) Right {
 }
 
 // kindList names the kinds the generator makes, for messages.
-func kindList() string {
-	var names []string
+func kindList() string { return kindWords(func(k *kind) string { return k.name }) }
+
+// JobResources names the resources of the kinds of jobs the generator
+// makes, for messages: "appwrappers.workload.codeflare.dev, ...".
+func JobResources() string {
+	return kindWords(func(k *kind) string { return k.resource.GroupResource().String() })
+}
+
+// kindWords is a word of each kind, in the order of kinds, for messages.
+func kindWords(word func(*kind) string) string {
+	var words []string
 	for _, k := range kinds {
-		names = append(names, k.name)
+		words = append(words, word(k))
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(words, ", ")
 }
 
 // The ClusterRoles that Roles renders.
