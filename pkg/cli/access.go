@@ -34,10 +34,9 @@ With --roles it asks nothing, and writes the ClusterRoles an administrator
 binds: torchwrap-user, every right of every command in a namespace, to bind
 there with a RoleBinding (as MLBatch binds mlbatch-edit); and
 torchwrap-cluster-reader, the reads of the cluster's own objects that make
-check whole (PriorityClasses, ClusterQueues, Nodes, ...), to bind with a
-ClusterRoleBinding. The cluster's profile is readable by every user once
-generator profile render --cluster is applied. docs/cluster.md tells what each
-command can do under the roles platforms use.
+check whole (PriorityClasses, ClusterQueues, Nodes, ...) and of the profiles'
+ConfigMaps, by their name alone, to bind with a ClusterRoleBinding.
+docs/cluster.md tells what each command can do under the roles platforms use.
 
 Exit codes: 0 when the table or the roles were written, 1 when the cluster
 refused to answer, 2 for a wrong command line, 3 when the cluster cannot be
