@@ -39,10 +39,6 @@ type Noticed struct {
 	Lost *Lost
 }
 
-// tailLines is how much of a failed container's log is read for its cause:
-// enough for torchrun's summary and a traceback before it.
-const tailLines = 200
-
 // failures notices the failures of a job's pods while it is followed, each
 // once: it reads a failed container's last lines while its pod is there
 // (the AppWrapper controller deletes the pods of a failed attempt), keeps
@@ -278,7 +274,7 @@ func (c *Client) readLines(ctx context.Context, pod *corev1.Pod, f *failure.Fail
 		return
 	}
 	status, ok := containerStatus(pod, f.Container)
-	n := int64(tailLines)
+	n := int64(failure.CauseLines)
 	rc, err := c.LogSource.Log(ctx, pod.Namespace, pod.Name, LogOptions{Container: f.Container, TailLines: &n, Previous: ok && status.RestartCount > f.Restart})
 	if err != nil {
 		return

@@ -185,8 +185,14 @@ const (
 	maxLineBytes = 256
 )
 
+// CauseLines is how many of a failed container's last lines are read for
+// its cause (SetLines): torchrun's summary of a pod's processes and the
+// failing rank's traceback before it, 88 lines above the end with 8
+// processes (torch 2.11), more than the failure keeps.
+const CauseLines = 200
+
 // SetLines keeps the last lines of the failed container, and what they say
-// of its cause.
+// of its cause: give it the last CauseLines.
 func (f *Failure) SetLines(lines []string) {
 	if len(lines) == 1 && lines[0] == "" {
 		lines = nil

@@ -54,6 +54,12 @@ var (
 	// The prefix torchrun writes before a worker's lines with --tee or
 	// --local-ranks-filter: [rank1]: or [default1]:.
 	workerPrefix = regexp.MustCompile(`^\[(?:rank|default)\d+\]:`)
+	// torchrun's line as it stops the processes of a pod once one
+	// failed: "Sending process 522 closing signal SIGTERM".
+	closingSignal = regexp.MustCompile(`Sending process (\d+) closing signal`)
+	// The pid of a failed process, in its summary's exit code field:
+	//   exitcode  : -15 (pid: 522)
+	pidField = regexp.MustCompile(`\(pid: (\d+)\)`)
 	// Errors of processes that lost a peer: consequences of another's
 	// failure, not causes.
 	peerLost = regexp.MustCompile(`(?i)connection (reset|closed) by peer|broken pipe|communicator was aborted|socket timeout|connection refused|timed out`)
@@ -66,7 +72,7 @@ const childFailed = "torch.distributed.elastic.multiprocessing.errors.ChildFaile
 // summaryEntry is one failed process of torchrun's summary.
 type summaryEntry struct {
 	rank, localRank, exit *int
-	signal                string
+	signal, pid           string
 }
 
 // Read reads the last lines of a failed container for its cause: torchrun's
@@ -81,6 +87,8 @@ func Read(lines []string) Cause {
 	inTraceback, torchrunsOwn, chained := false, false, false
 	var entry *summaryEntry
 	inRoot := false
+	// The processes torchrun stopped itself, once one had failed.
+	stopped := map[string]bool{}
 	for _, raw := range lines {
 		line := strings.TrimRight(raw, "\r")
 		if prefix := workerPrefix.FindString(line); prefix != "" {
@@ -114,6 +122,10 @@ func Read(lines []string) Cause {
 			chained = false
 			continue
 		}
+		if m := closingSignal.FindStringSubmatch(line); m != nil {
+			stopped[m[1]] = true
+			continue
+		}
 		switch {
 		case c.Shell == "" && shellError.MatchString(line):
 			c.Shell = line
@@ -144,10 +156,13 @@ func Read(lines []string) Cause {
 	chosen := root
 	if c.Error == "" || peerLost.MatchString(c.Error) {
 		// The process torchrun saw fail first may only have lost its
-		// peer: one killed by a signal is likelier the cause.
+		// peer: one killed by a signal is likelier the cause; but not
+		// one that torchrun stopped itself, nor one stopped by SIGTERM,
+		// torchrun's and the kubelet's signal to stop.
 		for i := range others {
-			if others[i].signal != "" && (chosen == nil || chosen.signal == "") {
-				chosen, c.Error = &others[i], ""
+			o := &others[i]
+			if o.signal != "" && o.signal != "SIGTERM" && !stopped[o.pid] && (chosen == nil || chosen.signal == "") {
+				chosen, c.Error = o, ""
 			}
 		}
 	}
@@ -175,6 +190,9 @@ func (e *summaryEntry) read(line string) {
 	case "exitcode":
 		if x := exitField.FindStringSubmatch(m[2]); x != nil {
 			e.exit = number(x[1])
+		}
+		if p := pidField.FindStringSubmatch(m[2]); p != nil {
+			e.pid = p[1]
 		}
 	case "traceback":
 		if s := signalField.FindStringSubmatch(m[2]); s != nil {

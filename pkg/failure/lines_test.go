@@ -95,3 +95,35 @@ func TestReadTorchrun211(t *testing.T) {
 	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1)), Cause: kill}
 	require.Equal(t, "rank 0 (master-0, local rank 0) was killed by SIGKILL", f.String())
 }
+
+// A pod of 8 processes, one failing (torch 2.11, testdata/torchrun-2.11):
+// torchrun stops the 7 others with SIGTERM and lists each of them in its
+// summary before its root cause; none of them is taken for the cause,
+// however few of the last lines are read, and the failing rank's error is
+// found in the CauseLines read.
+func TestReadAPodOfEightProcesses(t *testing.T) {
+	read := func(name string, last int) Cause {
+		data, err := os.ReadFile(filepath.Join("testdata", "torchrun-2.11", name))
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		return Read(lines[max(0, len(lines)-last):])
+	}
+	// Rank 5 raises while the others wait, on CPU.
+	require.Equal(t, Cause{Rank: ptr(5), LocalRank: ptr(5), ExitCode: ptr(1), Others: 7, Error: "RuntimeError: loss is nan at step 12"},
+		read("one-of-eight-raises-cpu.log", CauseLines))
+	// Its error is 88 lines above the end: the last 50 lines name the
+	// rank, and no error, rather than a rank torchrun stopped.
+	require.Equal(t, Cause{Rank: ptr(5), LocalRank: ptr(5), ExitCode: ptr(1), Others: 5}, read("one-of-eight-raises-cpu.log", 50))
+	// Ranks 1 to 7 raise on a machine of one GPU; torchrun's root cause
+	// is rank 4, and rank 0 is stopped.
+	require.Equal(t, Cause{Rank: ptr(4), LocalRank: ptr(4), ExitCode: ptr(1), Others: 7, Error: "torch.AcceleratorError: CUDA error: invalid device ordinal"},
+		read("eight-processes-one-gpu.log", CauseLines))
+	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1)), Cause: read("one-of-eight-raises-cpu.log", CauseLines)}
+	require.Equal(t, "rank 5 (master-0, local rank 5) exited 1: RuntimeError: loss is nan at step 12 (and 7 other processes)", f.String())
+	// Two pods on one GPU: NCCL's error, in each pod.
+	for name, rank := range map[string]int{"two-pods-one-gpu.master-0.log": 0, "two-pods-one-gpu.worker-0.log": 1} {
+		c := read(name, CauseLines)
+		require.Equal(t, rank, *c.Rank, name)
+		require.True(t, strings.HasPrefix(c.Error, "torch.distributed.DistBackendError: NCCL error in: "), c.Error)
+	}
+}

@@ -20,9 +20,6 @@ import (
 // Grace is how long a stopped process has between SIGTERM and SIGKILL.
 const Grace = 5 * time.Second
 
-// keptLines is how many of a container's last lines a failure keeps.
-const keptLines = 50
-
 // Run runs the plan's pods: each pod's init containers in turn, then its
 // containers at once, every process in a process group of its own, each
 // line of its output and errors given to line as a line of its pod's log
@@ -255,7 +252,7 @@ type output struct {
 }
 
 // lineWriter gives a process's output to the run's, a line at a time as a
-// line of its pod's log, and keeps its last lines.
+// line of its pod's log, and keeps its last lines, for its failure's cause.
 type lineWriter struct {
 	out      *output
 	template cluster.LogLine
@@ -289,7 +286,7 @@ func (w *lineWriter) line(text string) {
 	}
 	w.out.mu.Unlock()
 	w.last = append(w.last, text)
-	if len(w.last) > keptLines {
+	if len(w.last) > failure.CauseLines {
 		w.last = w.last[1:]
 	}
 }
