@@ -60,6 +60,13 @@ var (
 	// The pid of a failed process, in its summary's exit code field:
 	//   exitcode  : -15 (pid: 522)
 	pidField = regexp.MustCompile(`\(pid: (\d+)\)`)
+	// A line that is no part of an error's message: a log record (glog's
+	// W1128 07:55:33.952000 ..., bracketed or not; Python logging's
+	// ERROR:torch...), or a traceback's start.
+	notMessage = regexp.MustCompile(`^(\[?[DIWEF]\d{4} \d\d:|(DEBUG|INFO|WARNING|ERROR|CRITICAL):|Traceback |During handling |The above exception |\[|=+$|-+$)`)
+	// PyTorch's and NCCL's words of advice in an error's message, which
+	// every error of its kind repeats: left out of the message told.
+	advice = regexp.MustCompile(`^(CUDA kernel errors might be asynchronously reported|For debugging consider passing CUDA_LAUNCH_BLOCKING|Compile with .TORCH_USE_CUDA_DSA.|nccl[A-Z]\w*: )`)
 	// Errors of processes that lost a peer: consequences of another's
 	// failure, not causes.
 	peerLost = regexp.MustCompile(`(?i)connection (reset|closed) by peer|broken pipe|communicator was aborted|socket timeout|connection refused|timed out`)
@@ -68,6 +75,11 @@ var (
 // childFailed is the exception torchrun raises when a worker failed; its
 // traceback is torchrun's, not the program's.
 const childFailed = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError"
+
+// messageLines bounds the lines of an error's message that are told after
+// its first: NCCL's "Last error:" and the line after it, CUDA's line after
+// "invalid device ordinal".
+const messageLines = 3
 
 // summaryEntry is one failed process of torchrun's summary.
 type summaryEntry struct {
@@ -89,10 +101,24 @@ func Read(lines []string) Cause {
 	inRoot := false
 	// The processes torchrun stopped itself, once one had failed.
 	stopped := map[string]bool{}
+	// The message of the error last read goes on in the lines after it,
+	// of the same process (its prefix), until one that is no part of it.
+	inMessage, messagePrefix, more := false, "", 0
 	for _, raw := range lines {
 		line := strings.TrimRight(raw, "\r")
-		if prefix := workerPrefix.FindString(line); prefix != "" {
+		prefix := workerPrefix.FindString(line)
+		if prefix != "" {
 			line = strings.TrimPrefix(line[len(prefix):], " ")
+		}
+		if inMessage {
+			if prefix == messagePrefix && line != "" && !notMessage.MatchString(line) {
+				if !advice.MatchString(line) && more < messageLines {
+					more++
+					errs[len(errs)-1] += messageSeparator(errs[len(errs)-1]) + strings.TrimSpace(line)
+				}
+				continue
+			}
+			inMessage = false
 		}
 		switch {
 		case strings.HasPrefix(line, "Traceback (most recent call last):"):
@@ -116,8 +142,10 @@ func Read(lines []string) Cause {
 				c.Torchrun = strings.TrimSpace(line)
 			case chained:
 				errs[len(errs)-1] = strings.TrimSpace(line)
+				inMessage, messagePrefix, more = true, prefix, 0
 			default:
 				errs = append(errs, strings.TrimSpace(line))
+				inMessage, messagePrefix, more = true, prefix, 0
 			}
 			chained = false
 			continue
@@ -174,6 +202,15 @@ func Read(lines []string) Cause {
 		c.ExitCode = nil
 	}
 	return c
+}
+
+// messageSeparator joins a line of an error's message to the lines before
+// it: a label that ends with a colon ("Last error:") runs on into its line.
+func messageSeparator(before string) string {
+	if strings.HasSuffix(before, ":") {
+		return " "
+	}
+	return "; "
 }
 
 // read reads a field of a summary entry.

@@ -1,6 +1,7 @@
 package failure
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,28 @@ func TestReadLines(t *testing.T) {
 		`  File "/app/train.py", line 5, in <module>`,
 		"RuntimeError: could not load the checkpoint",
 	}))
+	// A message of several lines, of the rank's own: up to messageLines
+	// more, not the next log record, another rank's line nor a blank one.
+	require.Equal(t, Cause{Error: "RuntimeError: checkpoint mismatch; missing keys: layer.1.weight; unexpected keys: layer.9.weight; see the log above"}, Read([]string{
+		"[rank2]: Traceback (most recent call last):",
+		`[rank2]:   File "/app/train.py", line 3, in <module>`,
+		"[rank2]: RuntimeError: checkpoint mismatch",
+		"[rank2]: missing keys: layer.1.weight",
+		"[rank2]: unexpected keys: layer.9.weight",
+		"[rank2]: see the log above",
+		"[rank2]: and a line too many",
+	}))
+	require.Equal(t, Cause{Error: "RuntimeError: boom"}, Read([]string{
+		"[rank2]: Traceback (most recent call last):",
+		"[rank2]: RuntimeError: boom",
+		"[rank3]: step 12",
+		"[rank2]: not the message any more",
+	}))
+	require.Equal(t, Cause{Error: "RuntimeError: boom"}, Read([]string{
+		"Traceback (most recent call last):",
+		"RuntimeError: boom",
+		"W1128 07:55:33.952000 501 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 522 closing signal SIGTERM",
+	}))
 	// bash's words, and a program that is not there.
 	require.Equal(t, Cause{Shell: "sh: line 4: torchrun: command not found"}, Read([]string{"sh: line 4: torchrun: command not found"}))
 	require.True(t, Read(nil).Empty())
@@ -115,15 +138,20 @@ func TestReadAPodOfEightProcesses(t *testing.T) {
 	// rank, and no error, rather than a rank torchrun stopped.
 	require.Equal(t, Cause{Rank: ptr(5), LocalRank: ptr(5), ExitCode: ptr(1), Others: 5}, read("one-of-eight-raises-cpu.log", 50))
 	// Ranks 1 to 7 raise on a machine of one GPU; torchrun's root cause
-	// is rank 4, and rank 0 is stopped.
-	require.Equal(t, Cause{Rank: ptr(4), LocalRank: ptr(4), ExitCode: ptr(1), Others: 7, Error: "torch.AcceleratorError: CUDA error: invalid device ordinal"},
+	// is rank 4, and rank 0 is stopped. The message's next line says
+	// why; CUDA's advice after it, which every such error repeats, is
+	// left out.
+	require.Equal(t, Cause{Rank: ptr(4), LocalRank: ptr(4), ExitCode: ptr(1), Others: 7,
+		Error: "torch.AcceleratorError: CUDA error: invalid device ordinal; GPU device may be out of range, do you have enough GPUs?"},
 		read("eight-processes-one-gpu.log", CauseLines))
 	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1)), Cause: read("one-of-eight-raises-cpu.log", CauseLines)}
 	require.Equal(t, "rank 5 (master-0, local rank 5) exited 1: RuntimeError: loss is nan at step 12 (and 7 other processes)", f.String())
-	// Two pods on one GPU: NCCL's error, in each pod.
+	// Two pods on one GPU: NCCL's error in each pod, with the line of its
+	// message that says what is wrong.
 	for name, rank := range map[string]int{"two-pods-one-gpu.master-0.log": 0, "two-pods-one-gpu.worker-0.log": 1} {
 		c := read(name, CauseLines)
 		require.Equal(t, rank, *c.Rank, name)
-		require.True(t, strings.HasPrefix(c.Error, "torch.distributed.DistBackendError: NCCL error in: "), c.Error)
+		require.Equal(t, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9; "+
+			fmt.Sprintf("Last error: Duplicate GPU detected : rank %d and rank %d both on CUDA device 60", rank, 1-rank), c.Error, name)
 	}
 }
