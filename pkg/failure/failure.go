@@ -276,7 +276,7 @@ func (f Failure) String() string {
 	text += who + " " + ended(f, c)
 	switch {
 	case c.Error != "":
-		text += ": " + c.Error
+		text += ": " + strings.Join(append([]string{c.Error}, c.More...), "; ")
 	case c.Torchrun != "":
 		text += ": torchrun: " + c.Torchrun
 	}

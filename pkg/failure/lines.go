@@ -25,6 +25,10 @@ type Cause struct {
 	// (ZeroDivisionError: division by zero), or Python's line when it could
 	// not start the program.
 	Error string `json:"error,omitempty"`
+	// More are the lines of its message after the first, up to
+	// messageLines: NCCL's "Last error: Duplicate GPU detected ..." after
+	// "invalid usage".
+	More []string `json:"more,omitempty"`
 	// Shell is the first error line of the shell that runs the launch
 	// script: a setup command that failed (sh: 3: cd: can't cd to /data).
 	Shell string `json:"shell,omitempty"`
@@ -95,7 +99,7 @@ func Read(lines []string) Cause {
 	var c Cause
 	var root *summaryEntry
 	var others []summaryEntry
-	var errs []string
+	var errs []message
 	inTraceback, torchrunsOwn, chained := false, false, false
 	var entry *summaryEntry
 	inRoot := false
@@ -114,7 +118,7 @@ func Read(lines []string) Cause {
 			if prefix == messagePrefix && line != "" && !notMessage.MatchString(line) {
 				if !advice.MatchString(line) && more < messageLines {
 					more++
-					errs[len(errs)-1] += messageSeparator(errs[len(errs)-1]) + strings.TrimSpace(line)
+					errs[len(errs)-1].add(strings.TrimSpace(line))
 				}
 				continue
 			}
@@ -141,10 +145,10 @@ func Read(lines []string) Cause {
 			case torchrunsOwn:
 				c.Torchrun = strings.TrimSpace(line)
 			case chained:
-				errs[len(errs)-1] = strings.TrimSpace(line)
+				errs[len(errs)-1] = message{first: strings.TrimSpace(line)}
 				inMessage, messagePrefix, more = true, prefix, 0
 			default:
-				errs = append(errs, strings.TrimSpace(line))
+				errs = append(errs, message{first: strings.TrimSpace(line)})
 				inMessage, messagePrefix, more = true, prefix, 0
 			}
 			chained = false
@@ -158,7 +162,7 @@ func Read(lines []string) Cause {
 		case c.Shell == "" && shellError.MatchString(line):
 			c.Shell = line
 		case pythonError.MatchString(line):
-			errs = append(errs, line)
+			errs = append(errs, message{first: line})
 		case strings.HasPrefix(line, "Root Cause (first observed failure):"):
 			inRoot = true
 		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]:"):
@@ -180,7 +184,8 @@ func Read(lines []string) Cause {
 	if root != nil || len(errs) > 0 {
 		c.Torchrun = ""
 	}
-	c.Error = firstCause(errs)
+	cause := firstCause(errs)
+	c.Error, c.More = cause.first, cause.more
 	chosen := root
 	if c.Error == "" || peerLost.MatchString(c.Error) {
 		// The process torchrun saw fail first may only have lost its
@@ -190,7 +195,7 @@ func Read(lines []string) Cause {
 		for i := range others {
 			o := &others[i]
 			if o.signal != "" && o.signal != "SIGTERM" && !stopped[o.pid] && (chosen == nil || chosen.signal == "") {
-				chosen, c.Error = o, ""
+				chosen, c.Error, c.More = o, "", nil
 			}
 		}
 	}
@@ -204,13 +209,20 @@ func Read(lines []string) Cause {
 	return c
 }
 
-// messageSeparator joins a line of an error's message to the lines before
-// it: a label that ends with a colon ("Last error:") runs on into its line.
-func messageSeparator(before string) string {
-	if strings.HasSuffix(before, ":") {
-		return " "
+// message is an error's message: its first line, and the lines after it.
+type message struct {
+	first string
+	more  []string
+}
+
+// add adds a line to the message; a label that ends with a colon ("Last
+// error:") runs on into the line after it.
+func (m *message) add(line string) {
+	if n := len(m.more); n > 0 && strings.HasSuffix(m.more[n-1], ":") {
+		m.more[n-1] += " " + line
+		return
 	}
-	return "; "
+	m.more = append(m.more, line)
 }
 
 // read reads a field of a summary entry.
@@ -239,16 +251,16 @@ func (e *summaryEntry) read(line string) {
 }
 
 // firstCause is the first error that is not a lost peer's, else the first.
-func firstCause(errs []string) string {
+func firstCause(errs []message) message {
 	for _, e := range errs {
-		if !peerLost.MatchString(e) {
+		if !peerLost.MatchString(e.first) {
 			return e
 		}
 	}
 	if len(errs) > 0 {
 		return errs[0]
 	}
-	return ""
+	return message{}
 }
 
 func number(s string) *int {

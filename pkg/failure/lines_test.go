@@ -75,7 +75,7 @@ func TestReadLines(t *testing.T) {
 	}))
 	// A message of several lines, of the rank's own: up to messageLines
 	// more, not the next log record, another rank's line nor a blank one.
-	require.Equal(t, Cause{Error: "RuntimeError: checkpoint mismatch; missing keys: layer.1.weight; unexpected keys: layer.9.weight; see the log above"}, Read([]string{
+	require.Equal(t, Cause{Error: "RuntimeError: checkpoint mismatch", More: []string{"missing keys: layer.1.weight", "unexpected keys: layer.9.weight", "see the log above"}}, Read([]string{
 		"[rank2]: Traceback (most recent call last):",
 		`[rank2]:   File "/app/train.py", line 3, in <module>`,
 		"[rank2]: RuntimeError: checkpoint mismatch",
@@ -142,16 +142,26 @@ func TestReadAPodOfEightProcesses(t *testing.T) {
 	// why; CUDA's advice after it, which every such error repeats, is
 	// left out.
 	require.Equal(t, Cause{Rank: ptr(4), LocalRank: ptr(4), ExitCode: ptr(1), Others: 7,
-		Error: "torch.AcceleratorError: CUDA error: invalid device ordinal; GPU device may be out of range, do you have enough GPUs?"},
+		Error: "torch.AcceleratorError: CUDA error: invalid device ordinal", More: []string{"GPU device may be out of range, do you have enough GPUs?"}},
 		read("eight-processes-one-gpu.log", CauseLines))
 	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1)), Cause: read("one-of-eight-raises-cpu.log", CauseLines)}
 	require.Equal(t, "rank 5 (master-0, local rank 5) exited 1: RuntimeError: loss is nan at step 12 (and 7 other processes)", f.String())
+	// The pod's line tells the message whole; its excerpt is the rank's
+	// traceback, as before.
+	data, err := os.ReadFile(filepath.Join("testdata", "torchrun-2.11", "two-pods-one-gpu.master-0.log"))
+	require.NoError(t, err)
+	f = Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1))}
+	f.SetLines(strings.Split(strings.TrimRight(string(data), "\n"), "\n"))
+	require.Equal(t, "rank 0 (master-0, local rank 0) exited 1: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9; Last error: Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 60", f.String())
+	excerpt := f.Excerpt()
+	require.Equal(t, "[rank0]: Traceback (most recent call last):", excerpt[0])
+	require.True(t, strings.HasSuffix(excerpt[len(excerpt)-1], "NCCL version 2.28.9"), excerpt)
 	// Two pods on one GPU: NCCL's error in each pod, with the line of its
 	// message that says what is wrong.
 	for name, rank := range map[string]int{"two-pods-one-gpu.master-0.log": 0, "two-pods-one-gpu.worker-0.log": 1} {
 		c := read(name, CauseLines)
 		require.Equal(t, rank, *c.Rank, name)
-		require.Equal(t, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9; "+
-			fmt.Sprintf("Last error: Duplicate GPU detected : rank %d and rank %d both on CUDA device 60", rank, 1-rank), c.Error, name)
+		require.Equal(t, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9", c.Error, name)
+		require.Equal(t, []string{fmt.Sprintf("Last error: Duplicate GPU detected : rank %d and rank %d both on CUDA device 60", rank, 1-rank)}, c.More, name)
 	}
 }
