@@ -82,25 +82,12 @@ cannot be reached.`,
 			}
 			var rights []string
 			if allNamespaces && listing.NoKind {
-				// A role bound in namespaces lists nothing across them:
-				// list those the kubeconfig names, and say so.
-				var listed []string
-				listing = cluster.Listing{NoKind: true}
-				for _, ns := range kube.Namespaces(client.Namespace) {
-					opts.Namespace = ns
-					one, err := client.List(cmd.Context(), opts)
-					if err != nil {
-						return err
-					}
-					if !one.NoKind {
-						listed = append(listed, strconv.Quote(ns))
-						listing.Jobs, listing.Notes = append(listing.Jobs, one.Jobs...), append(listing.Notes, one.Notes...)
-						listing.Denied, listing.NoKind = append(listing.Denied, one.Denied...), false
-					}
+				var listed string
+				if listing, listed, err = listNamed(cmd.Context(), client, kube.Namespaces(client.Namespace), opts); err != nil {
+					return err
 				}
-				if len(listed) > 0 {
-					rights = append(rights, fmt.Sprintf("your role does not let you list jobs across namespaces (RBAC): these are those of namespace %s alone, as your kubeconfig names",
-						strings.Join(listed, ", ")))
+				if listed != "" {
+					rights = append(rights, "your role does not let you list jobs across namespaces (RBAC): these are those of namespace "+listed+" alone, as your kubeconfig names")
 				}
 			}
 			if listing.NoKind {
@@ -131,6 +118,27 @@ cannot be reached.`,
 	flags.BoolVar(&opts.Everyone, "all-jobs", false, "every job of the kinds the generator makes, not only those it made")
 	flags.StringVarP(&output, "output", "o", "", "wide: more columns; json or yaml: the list as data")
 	return cmd
+}
+
+// listNamed lists the jobs of each namespace, for list -A under a role
+// bound in namespaces, which lists nothing across them: one listing of
+// those it may list (NoKind when none), and their names, quoted.
+func listNamed(ctx context.Context, client *cluster.Client, namespaces []string, opts cluster.ListOptions) (cluster.Listing, string, error) {
+	all := cluster.Listing{NoKind: true}
+	var listed []string
+	for _, ns := range namespaces {
+		opts.Namespace = ns
+		one, err := client.List(ctx, opts)
+		if err != nil {
+			return all, "", err
+		}
+		if !one.NoKind {
+			listed = append(listed, strconv.Quote(ns))
+			all.Jobs, all.Notes = append(all.Jobs, one.Jobs...), append(all.Notes, one.Notes...)
+			all.Denied, all.NoKind = append(all.Denied, one.Denied...), false
+		}
+	}
+	return all, strings.Join(listed, ", "), nil
 }
 
 // writeListing writes the jobs as a table, or as JSON or YAML.

@@ -188,15 +188,8 @@ func Read(lines []string) Cause {
 	c.Error, c.More = cause.first, cause.more
 	chosen := root
 	if c.Error == "" || peerLost.MatchString(c.Error) {
-		// The process torchrun saw fail first may only have lost its
-		// peer: one killed by a signal is likelier the cause; but not
-		// one that torchrun stopped itself, nor one stopped by SIGTERM,
-		// torchrun's and the kubelet's signal to stop.
-		for i := range others {
-			o := &others[i]
-			if o.signal != "" && o.signal != "SIGTERM" && !stopped[o.pid] && (chosen == nil || chosen.signal == "") {
-				chosen, c.Error, c.More = o, "", nil
-			}
+		if killed := killedOther(root, others, stopped); killed != root {
+			chosen, c.Error, c.More = killed, "", nil
 		}
 	}
 	if chosen != nil {
@@ -207,6 +200,23 @@ func Read(lines []string) Cause {
 		c.ExitCode = nil
 	}
 	return c
+}
+
+// killedOther is the process that likely failed first when the one
+// torchrun names (root) may only have lost its peer: one killed by a
+// signal, but not one that torchrun stopped itself (stopped, by pid), nor
+// one stopped by SIGTERM, torchrun's and the kubelet's signal to stop;
+// else root.
+func killedOther(root *summaryEntry, others []summaryEntry, stopped map[string]bool) *summaryEntry {
+	if root != nil && root.signal != "" {
+		return root
+	}
+	for i := range others {
+		if o := &others[i]; o.signal != "" && o.signal != "SIGTERM" && !stopped[o.pid] {
+			return o
+		}
+	}
+	return root
 }
 
 // message is an error's message: its first line, and the lines after it.

@@ -108,9 +108,7 @@ podAnnotations:
 // the requests it made.
 func (s *sim) counted(t *testing.T, dir string, args ...string) (result, []cluster.APIRequest) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "api.jsonl")
-	r := s.generateWith(t, []string{cluster.APILogVariable + "=" + path}, dir, args...)
-	return r, readAPILog(t, path)
+	return s.countedWith(t, nil, dir, args...)
 }
 
 // readAPILog reads the requests of an API log (cluster.APILogVariable):
