@@ -65,6 +65,7 @@ func (s Status) summary() string {
 //
 //	AppWrapper "demo" in namespace "ml": Failed (3 retries)
 //	  cause:     attempt 4 of 4 failed: rank 3 (worker-1, local rank 1) exited 1: ZeroDivisionError: division by zero; no retries left
+//	  node:      gpu-node-7
 //	  before:    attempt 3 of 4 failed: worker-0 (container pytorch) ran out of memory (OOMKilled: ...)
 //	  unseen:    attempts 1 and 2 failed unseen: ...
 //	  why:       FoundFailedPods
@@ -96,6 +97,7 @@ func (s Status) Lines() string {
 		if root, ok := latest.Root(); ok {
 			excerpt(root)
 		}
+		line("node", failure.Story{Attempts: s.Attempts}.Node(told))
 	}
 	for _, a := range s.Attempts {
 		if a.Number != told {

@@ -216,7 +216,24 @@ func (f *Failure) SetLines(lines []string) {
 // pod not deleted, or a process that lost its peer. A deleted pod is a
 // cause, unless Root finds it the consequence of a preemption.
 func (f Failure) consequence() bool {
-	return f.Signal == "SIGTERM" && f.Deletion == "" || f.Cause.Error != "" && peerLost.MatchString(f.Cause.Error) && f.Cause.Shell == ""
+	return f.Signal == "SIGTERM" && f.Deletion == "" || f.Cause.Consequence != "" && f.Cause.Shell == ""
+}
+
+// summaryLead is how long before its container's end torchrun's time of a
+// process's failure may be and still be taken (failedAt): torchrun stops
+// the pod's other processes in seconds (SIGTERM, then SIGKILL after 30 s);
+// a time further off is of a clock in another zone.
+const summaryLead = 5 * time.Minute
+
+// failedAt is when the failure happened: torchrun's time of its process's
+// failure (Cause.At) when it is a little before its container's end, else
+// that end. A pod whose rank failed first may end after pods that lost
+// it, while torchrun stopped its other processes.
+func (f Failure) failedAt() time.Time {
+	if at := f.Cause.At; !at.IsZero() && !f.At.IsZero() && !at.Before(f.At.Add(-summaryLead)) && !at.After(f.At.Add(time.Second)) {
+		return at
+	}
+	return f.At
 }
 
 // Who names what failed: "rank 3 (worker-1, local rank 1)", "worker-1

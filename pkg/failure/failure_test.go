@@ -121,12 +121,12 @@ func TestRootOfAnAttempt(t *testing.T) {
 	root, ok := a.Root()
 	require.True(t, ok)
 	require.Equal(t, "a", root.Key)
-	require.Equal(t, "attempt 2 of 4 failed: worker-1 (container pytorch) exited 1: KeyError: 'labels'; 2 other pods failed after it", a.Headline())
+	require.Equal(t, "attempt 2 of 4 failed: worker-1 (container pytorch) exited 1: KeyError: 'labels'; 2 other pods failed after it: 1 lost peer, 1 stopped by SIGTERM", a.Headline())
 
 	preempted := Failure{Key: "job/preempted", Reason: Preempted, At: start.Add(time.Hour),
 		Message: "by PyTorchJob team-b/big (Workload team-b/pytorchjob-big-3f2a1, priority 1000) in ClusterQueue team-a-cq"}
 	a.Failures = append(a.Failures, preempted)
-	require.Equal(t, "attempt 2 of 4 was preempted: by PyTorchJob team-b/big (Workload team-b/pytorchjob-big-3f2a1, priority 1000) in ClusterQueue team-a-cq; 3 other pods failed after it", a.Headline())
+	require.Equal(t, "attempt 2 of 4 was preempted: by PyTorchJob team-b/big (Workload team-b/pytorchjob-big-3f2a1, priority 1000) in ClusterQueue team-a-cq; 3 other pods failed after it: 1 lost peer, 1 stopped by SIGTERM, 1 other failure", a.Headline())
 	// Preempted, then run again, and failed: the failure is the cause.
 	preempted.At = start.Add(-time.Hour)
 	root, _ = Attempt{Failures: []Failure{preempted, raised}}.Root()

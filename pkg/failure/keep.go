@@ -118,11 +118,13 @@ func (k Keeper) Keep(job Job, number, of int, failures ...Failure) (int, error) 
 	return added, k.prune(job, dir)
 }
 
-// bound sorts the failures by when they ended and keeps the first ones,
+// bound sorts the failures by when they failed and keeps the first ones,
 // the lines of the first few only.
 func (a *Attempt) bound() {
-	slices.SortStableFunc(a.Failures, func(x, y Failure) int { return x.At.Compare(y.At) })
-	a.Failures = a.Failures[:min(len(a.Failures), maxFailures)]
+	a.Failures = inTime(a.Failures)
+	if len(a.Failures) > maxFailures {
+		a.Failures, a.Cut = a.Failures[:maxFailures], true
+	}
 	root, _ := a.Root()
 	withLines := 0
 	for i := range a.Failures {

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Cause is what a failed container's last lines say of why it failed: the
@@ -35,6 +36,13 @@ type Cause struct {
 	// Torchrun is torchrun's own error, when it failed before or without its
 	// workers (torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError).
 	Torchrun string `json:"torchrun,omitempty"`
+	// Consequence is the kind of error that Error or Torchrun is when it
+	// follows from another process's failure (consequences): "NCCL
+	// timeout", "lost peer"; "" for an error of the process's own.
+	Consequence string `json:"consequence,omitempty"`
+	// At is when that process failed, as torchrun's summary says (its
+	// time field, of the container's clock); zero without one.
+	At time.Time `json:"at,omitzero"`
 }
 
 // Empty tells whether the lines said nothing of the failure.
@@ -71,10 +79,55 @@ var (
 	// PyTorch's and NCCL's words of advice in an error's message, which
 	// every error of its kind repeats: left out of the message told.
 	advice = regexp.MustCompile(`^(CUDA kernel errors might be asynchronously reported|For debugging consider passing CUDA_LAUNCH_BLOCKING|Compile with .TORCH_USE_CUDA_DSA.|nccl[A-Z]\w*: )`)
-	// Errors of processes that lost a peer: consequences of another's
-	// failure, not causes.
-	peerLost = regexp.MustCompile(`(?i)connection (reset|closed) by peer|broken pipe|communicator was aborted|socket timeout|connection refused|timed out`)
+	// The C++ runtime's lines when an exception ends a process (NCCL's
+	// watchdog, before the SIGABRT of its error handling):
+	//   terminate called after throwing an instance of 'c10::DistBackendError'
+	//     what():  [PG ID 0 PG GUID 0(default_pg) Rank 3] Process group watchdog thread terminated with exception: ...
+	terminate = regexp.MustCompile(`^terminate called after throwing an instance of '([^']+)'`)
+	what      = regexp.MustCompile(`^\s*what\(\):\s+(.+)`)
 )
+
+// consequences are the errors of a process that failed because another
+// did, as PyTorch, NCCL, gloo and the c10d store write them, by kind (one
+// and many): counted apart from the cause, never taken for it. The first
+// kind that matches is the error's.
+var consequences = []kind{
+	// NCCL's watchdog, once a collective waited past the process group's
+	// timeout: "Watchdog caught collective operation timeout: WorkNCCL(...)
+	// ran for 600020 milliseconds before timing out".
+	{"NCCL timeout", "NCCL timeouts", regexp.MustCompile(`Watchdog caught collective operation timeout`)},
+	// A process group or communicator aborted, as another rank failed.
+	{"aborted process group", "aborted process groups", regexp.MustCompile(`(?i)communicator was aborted|process group .*\baborted|ProcessGroupNCCL is aborted`)},
+	// The c10d store (rank 0's agent's TCPStore) gone with its pod.
+	{"lost store", "lost stores", regexp.MustCompile(`TCPStore|DistStoreError|(recvValue|sendBytes|recvBytes) failed`)},
+	// torchrun's rendezvous, closed by another pod's agent as it failed.
+	{"closed rendezvous", "closed rendezvous", regexp.MustCompile(`RendezvousClosedError`)},
+	// A peer gone: gloo's "Connection closed by peer", NCCL's
+	// ncclRemoteError ("a remote process exiting prematurely").
+	{"lost peer", "lost peers", regexp.MustCompile(`(?i)connection (reset|closed) by peer|broken pipe|remote process exit|ncclRemoteError|connection refused|got 0 bytes`)},
+	// gloo's "Timed out waiting 1800000ms for recv operation to complete".
+	{"timeout", "timeouts", regexp.MustCompile(`(?i)socket timeout|timed out`)},
+}
+
+// kind is a kind of failure, as it is counted (one and many), and the
+// lines of it.
+type kind struct {
+	one, many string
+	match     *regexp.Regexp
+}
+
+// consequenceOf is the kind of consequence an error's lines are; "" for
+// none.
+func consequenceOf(lines ...string) string {
+	for _, k := range consequences {
+		for _, l := range lines {
+			if k.match.MatchString(l) {
+				return k.one
+			}
+		}
+	}
+	return ""
+}
 
 // childFailed is the exception torchrun raises when a worker failed; its
 // traceback is torchrun's, not the program's.
@@ -89,6 +142,7 @@ const messageLines = 3
 type summaryEntry struct {
 	rank, localRank, exit *int
 	signal, pid           string
+	at                    time.Time
 }
 
 // Read reads the last lines of a failed container for its cause: torchrun's
@@ -108,6 +162,9 @@ func Read(lines []string) Cause {
 	// The message of the error last read goes on in the lines after it,
 	// of the same process (its prefix), until one that is no part of it.
 	inMessage, messagePrefix, more := false, "", 0
+	// The type of the C++ exception that is ending a process, until its
+	// what() line.
+	thrown := ""
 	for _, raw := range lines {
 		line := strings.TrimRight(raw, "\r")
 		prefix := workerPrefix.FindString(line)
@@ -158,6 +215,15 @@ func Read(lines []string) Cause {
 			stopped[m[1]] = true
 			continue
 		}
+		if m := terminate.FindStringSubmatch(line); m != nil {
+			thrown = m[1]
+			continue
+		}
+		if m := what.FindStringSubmatch(line); m != nil && thrown != "" {
+			errs = append(errs, message{first: thrown + ": " + strings.TrimSpace(m[1])})
+			thrown = ""
+			continue
+		}
 		switch {
 		case c.Shell == "" && shellError.MatchString(line):
 			c.Shell = line
@@ -187,15 +253,16 @@ func Read(lines []string) Cause {
 	cause := firstCause(errs)
 	c.Error, c.More = cause.first, cause.more
 	chosen := root
-	if c.Error == "" || peerLost.MatchString(c.Error) {
+	if c.Error == "" || cause.consequence() {
 		if killed := killedOther(root, others, stopped); killed != root {
 			chosen, c.Error, c.More = killed, "", nil
 		}
 	}
 	if chosen != nil {
-		c.Rank, c.LocalRank, c.ExitCode, c.Signal = chosen.rank, chosen.localRank, chosen.exit, chosen.signal
+		c.Rank, c.LocalRank, c.ExitCode, c.Signal, c.At = chosen.rank, chosen.localRank, chosen.exit, chosen.signal, chosen.at
 		c.Others = len(others)
 	}
+	c.Consequence = consequenceOf(append([]string{c.Error, c.Torchrun}, c.More...)...)
 	if c.Signal != "" {
 		c.ExitCode = nil
 	}
@@ -242,6 +309,12 @@ func (e *summaryEntry) read(line string) {
 		return
 	}
 	switch m[1] {
+	case "time":
+		// torchrun's time of the failure, of the container's clock:
+		// 2026-11-28_07:55:33, UTC in most images.
+		if at, err := time.Parse("2006-01-02_15:04:05", strings.TrimSpace(m[2])); err == nil {
+			e.at = at
+		}
 	case "rank":
 		if r := rankField.FindStringSubmatch(m[2]); r != nil {
 			e.rank, e.localRank = number(r[1]), number(r[2])
@@ -260,10 +333,17 @@ func (e *summaryEntry) read(line string) {
 	}
 }
 
-// firstCause is the first error that is not a lost peer's, else the first.
+// consequence tells whether the message is of an error that follows from
+// another process's failure.
+func (m message) consequence() bool {
+	return consequenceOf(append([]string{m.first}, m.more...)...) != ""
+}
+
+// firstCause is the first error that is not a consequence of another's,
+// else the first.
 func firstCause(errs []message) message {
 	for _, e := range errs {
-		if !peerLost.MatchString(e.first) {
+		if !e.consequence() {
 			return e
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -21,6 +22,15 @@ func logLines(t *testing.T, name string) []string {
 
 func ptr[T any](v T) *T { return &v }
 
+// at is a time of torchrun's summary.
+func at(text string) time.Time {
+	t, err := time.Parse("2006-01-02_15:04:05", text)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
 // Each parser of torchrun's output, on torchrun's real output.
 func TestReadTorchrunOutput(t *testing.T) {
 	for _, c := range []struct {
@@ -29,19 +39,19 @@ func TestReadTorchrunOutput(t *testing.T) {
 	}{{
 		// Rank 3 raises: torchrun's root cause, and the rank's traceback.
 		"exception.log",
-		Cause{Rank: ptr(3), LocalRank: ptr(1), ExitCode: ptr(1), Error: "ZeroDivisionError: float division by zero"},
+		Cause{Rank: ptr(3), LocalRank: ptr(1), ExitCode: ptr(1), Error: "ZeroDivisionError: float division by zero", At: at("2026-11-26_04:26:50")},
 	}, {
 		// A setup command cannot change folder; the program is then not
 		// found, by both processes.
 		"setup-command.log",
-		Cause{Rank: ptr(0), LocalRank: ptr(0), ExitCode: ptr(2), Others: 1,
+		Cause{Rank: ptr(0), LocalRank: ptr(0), ExitCode: ptr(2), Others: 1, At: at("2026-11-26_04:27:18"),
 			Shell: "sh: 2: cd: can't cd to /tmp/no-such-folder",
 			Error: "/usr/bin/python3: can't open file '/tmp/allreduce.py': [Errno 2] No such file or directory"},
 	}, {
 		// Rank 1 is killed; torchrun names rank 0 first, which only lost
 		// its peer.
 		"sigkill.log",
-		Cause{Rank: ptr(1), LocalRank: ptr(1), Signal: "SIGKILL", Others: 1},
+		Cause{Rank: ptr(1), LocalRank: ptr(1), Signal: "SIGKILL", Others: 1, At: at("2026-11-26_03:36:42")},
 	}, {
 		// The other pods never join: torchrun's own error.
 		"rendezvous-timeout.log",
@@ -109,12 +119,12 @@ func TestReadTorchrun211(t *testing.T) {
 		require.NoError(t, err)
 		return Read(strings.Split(strings.TrimRight(string(data), "\n"), "\n"))
 	}
-	require.Equal(t, Cause{Rank: ptr(0), LocalRank: ptr(0), ExitCode: ptr(1), Error: "ValueError: bad lr 3.0"}, read("raise.log"))
+	require.Equal(t, Cause{Rank: ptr(0), LocalRank: ptr(0), ExitCode: ptr(1), Error: "ValueError: bad lr 3.0", At: at("2026-11-26_20:21:12")}, read("raise.log"))
 	oom := read("oom.log")
 	require.True(t, strings.HasPrefix(oom.Error, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 400.00 GiB."), oom.Error)
-	require.Equal(t, Cause{Rank: ptr(0), LocalRank: ptr(0), ExitCode: ptr(1), Error: oom.Error}, oom)
+	require.Equal(t, Cause{Rank: ptr(0), LocalRank: ptr(0), ExitCode: ptr(1), Error: oom.Error, At: at("2026-11-26_20:21:26")}, oom)
 	kill := read("kill.log")
-	require.Equal(t, Cause{Rank: ptr(0), LocalRank: ptr(0), Signal: "SIGKILL"}, kill)
+	require.Equal(t, Cause{Rank: ptr(0), LocalRank: ptr(0), Signal: "SIGKILL", At: at("2026-11-26_20:21:38")}, kill)
 	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1)), Cause: kill}
 	require.Equal(t, "rank 0 (master-0, local rank 0) was killed by SIGKILL", f.String())
 }
@@ -132,16 +142,16 @@ func TestReadAPodOfEightProcesses(t *testing.T) {
 		return Read(lines[max(0, len(lines)-last):])
 	}
 	// Rank 5 raises while the others wait, on CPU.
-	require.Equal(t, Cause{Rank: ptr(5), LocalRank: ptr(5), ExitCode: ptr(1), Others: 7, Error: "RuntimeError: loss is nan at step 12"},
+	require.Equal(t, Cause{Rank: ptr(5), LocalRank: ptr(5), ExitCode: ptr(1), Others: 7, Error: "RuntimeError: loss is nan at step 12", At: at("2026-11-28_07:55:33")},
 		read("one-of-eight-raises-cpu.log", CauseLines))
 	// Its error is 88 lines above the end: the last 50 lines name the
 	// rank, and no error, rather than a rank torchrun stopped.
-	require.Equal(t, Cause{Rank: ptr(5), LocalRank: ptr(5), ExitCode: ptr(1), Others: 5}, read("one-of-eight-raises-cpu.log", 50))
+	require.Equal(t, Cause{Rank: ptr(5), LocalRank: ptr(5), ExitCode: ptr(1), Others: 5, At: at("2026-11-28_07:55:33")}, read("one-of-eight-raises-cpu.log", 50))
 	// Ranks 1 to 7 raise on a machine of one GPU; torchrun's root cause
 	// is rank 4, and rank 0 is stopped. The message's next line says
 	// why; CUDA's advice after it, which every such error repeats, is
 	// left out.
-	require.Equal(t, Cause{Rank: ptr(4), LocalRank: ptr(4), ExitCode: ptr(1), Others: 7,
+	require.Equal(t, Cause{Rank: ptr(4), LocalRank: ptr(4), ExitCode: ptr(1), Others: 7, At: at("2026-11-28_06:26:45"),
 		Error: "torch.AcceleratorError: CUDA error: invalid device ordinal", More: []string{"GPU device may be out of range, do you have enough GPUs?"}},
 		read("eight-processes-one-gpu.log", CauseLines))
 	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1)), Cause: read("one-of-eight-raises-cpu.log", CauseLines)}

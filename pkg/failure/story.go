@@ -3,6 +3,7 @@ package failure
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -15,6 +16,9 @@ type Attempt struct {
 	// 0 when not known.
 	Of       int       `json:"of,omitempty"`
 	Failures []Failure `json:"failures"`
+	// Cut says that more failed than are kept (maxFailures): those that
+	// failed last are left out.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // Story is what was kept of a job's failed attempts, the first first.
@@ -34,16 +38,15 @@ func (s Story) Attempt(n int) (Attempt, bool) {
 
 // Root is the failure of the attempt that likely caused the others: a
 // preemption by Kueue when it is the latest failure (the job ran again
-// after an earlier one); else the first to end of those that are not
-// consequences of another (a container stopped by SIGTERM, a process that
-// lost its peer, a pod deleted in an attempt Kueue preempted); else the
-// first to end.
+// after an earlier one); else the first to fail (failedAt) of those that
+// are not consequences of another (a container stopped by SIGTERM, a
+// process that lost its peer or timed out waiting for it, a pod deleted in
+// an attempt Kueue preempted); else the first to fail.
 func (a Attempt) Root() (Failure, bool) {
 	if len(a.Failures) == 0 {
 		return Failure{}, false
 	}
-	failures := slices.Clone(a.Failures)
-	slices.SortStableFunc(failures, func(x, y Failure) int { return x.At.Compare(y.At) })
+	failures := inTime(a.Failures)
 	preempted := slices.ContainsFunc(failures, func(f Failure) bool { return f.Reason == Preempted })
 	var causes []Failure
 	for _, f := range failures {
@@ -80,8 +83,8 @@ func (a Attempt) Headline() string {
 	} else {
 		b.WriteString(" failed: " + root.String())
 	}
-	if others := a.pods(root); others > 0 {
-		fmt.Fprintf(&b, "; %d other %s failed after it", others, plural(others, "pod", "pods"))
+	if after := a.after(root); after != "" {
+		b.WriteString("; " + after)
 	}
 	if a.Of > 0 && a.Number >= a.Of && root.Reason != Preempted {
 		b.WriteString("; no retries left")
@@ -89,17 +92,70 @@ func (a Attempt) Headline() string {
 	return b.String()
 }
 
-// pods counts the pods other than the root failure's that failed.
-func (a Attempt) pods(root Failure) int {
+// inTime are the failures in the order they failed (failedAt).
+func inTime(failures []Failure) []Failure {
+	out := slices.Clone(failures)
+	slices.SortStableFunc(out, func(x, y Failure) int { return x.failedAt().Compare(y.failedAt()) })
+	return out
+}
+
+// after says how the pods other than the root failure's failed, each by
+// its first failure, counted by kind: the consequences of another's
+// failure (Cause.Consequence), containers stopped by SIGTERM, and the
+// other failures.
+//
+//	1,023 other pods failed after it: 1,020 NCCL timeouts, 3 lost peers
+func (a Attempt) after(root Failure) string {
 	seen := map[string]bool{root.Pod: true}
+	counts := map[string]int{}
 	n := 0
-	for _, f := range a.Failures {
-		if f.Pod != "" && !seen[f.Pod] {
-			seen[f.Pod] = true
-			n++
+	for _, f := range inTime(a.Failures) {
+		if f.Pod == "" || seen[f.Pod] {
+			continue
+		}
+		seen[f.Pod] = true
+		n++
+		switch {
+		case f.Cause.Consequence != "":
+			counts[f.Cause.Consequence]++
+		case f.Signal == "SIGTERM":
+			counts[stoppedKind.one]++
+		default:
+			counts[otherKind.one]++
 		}
 	}
-	return n
+	if n == 0 {
+		return ""
+	}
+	text := fmt.Sprintf("%s other %s failed after it", thousands(n), plural(n, "pod", "pods"))
+	if a.Cut {
+		text = "at least " + text
+	}
+	if counts[otherKind.one] == n {
+		return text
+	}
+	var kinds []string
+	for _, k := range append(consequences, stoppedKind, otherKind) {
+		if c := counts[k.one]; c > 0 {
+			kinds = append(kinds, thousands(c)+" "+plural(c, k.one, k.many))
+		}
+	}
+	return text + ": " + strings.Join(kinds, ", ")
+}
+
+// The kinds of failure after the root cause besides its consequences.
+var (
+	stoppedKind = kind{one: "stopped by SIGTERM", many: "stopped by SIGTERM"}
+	otherKind   = kind{one: "other failure", many: "other failures"}
+)
+
+// thousands writes a count with its thousands apart: 1,023.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // Tell says a failure as a follower notices it: a line of what failed in
@@ -175,4 +231,31 @@ func (f Failure) Excerpt() []string {
 		out = append(out, f.Lines[max(0, len(f.Lines)-5):]...)
 	}
 	return out
+}
+
+// Node says the node the attempt's root cause failed on; and, when the
+// root causes of other attempts kept failed on it too, that the node may be
+// at fault, and how to keep the job off it. "" when the node is not known.
+//
+//	gpu-node-7, where attempts 1 and 2 failed first: the node may be at fault; keep the job off it (hostIgnoreList: [gpu-node-7] in its settings) and tell your platform team, whose node health checks can take it out
+func (s Story) Node(number int) string {
+	a, ok := s.Attempt(number)
+	if !ok {
+		return ""
+	}
+	root, ok := a.Root()
+	if !ok || root.Node == "" {
+		return ""
+	}
+	var there []string
+	for _, other := range s.Attempts {
+		if r, ok := other.Root(); ok && r.Node == root.Node {
+			there = append(there, strconv.Itoa(other.Number))
+		}
+	}
+	if len(there) < 2 {
+		return root.Node
+	}
+	return fmt.Sprintf("%s, where attempts %s and %s failed first: the node may be at fault; keep the job off it (hostIgnoreList: [%s] in its settings) and tell your platform team, whose node health checks can take it out",
+		root.Node, strings.Join(there[:len(there)-1], ", "), there[len(there)-1], root.Node)
 }
