@@ -11,7 +11,10 @@ second line: "environment of rank 3: " and its whole environment as JSON),
 and exits 0; 2
 when the sum is wrong; with --fail-rank R, rank R exits --exit-code (default
 3) once it has printed its line, and with --raise-rank R, rank R raises
-ZeroDivisionError in a function of its own, as a program with a bug does.
+ZeroDivisionError in a function of its own, as a program with a bug does;
+with --raise-all-but R, every rank but R raises a RuntimeError of three
+lines ("rank I: the loss is NaN", then two lines of detail), as the ranks of
+a job whose data went bad do.
 With --hold S, it waits S seconds before it exits, as a longer job would;
 with --ticks N, it first prints N lines more, "tick I of rank R", one every
 half second, as a training loop logs its steps.
@@ -31,6 +34,7 @@ parser.add_argument("--show", action="append", default=[], help="a variable to p
 parser.add_argument("--fail-rank", type=int, default=-1, help="the rank that fails")
 parser.add_argument("--exit-code", type=int, default=3, help="the exit code of the rank that fails")
 parser.add_argument("--raise-rank", type=int, default=-1, help="the rank that raises ZeroDivisionError")
+parser.add_argument("--raise-all-but", type=int, default=-1, help="the rank that does not raise RuntimeError (all others do)")
 parser.add_argument("--hold", type=float, default=0, help="seconds to wait before exiting")
 parser.add_argument("--env", action="store_true", help="print the whole environment")
 parser.add_argument("--ticks", type=int, default=0, help="lines to print, one every half second")
@@ -67,3 +71,12 @@ def scale(loss, steps):
 
 if rank == args.raise_rank:
     scale(1.0, 0)
+
+
+def check(loss):
+    if loss != loss:
+        raise RuntimeError(f"rank {rank}: the loss is NaN\n  at step 0, batch 0\n  check the learning rate and the data")
+
+
+if args.raise_all_but >= 0 and rank != args.raise_all_but:
+    check(float("nan"))
