@@ -114,6 +114,9 @@ func (s Status) Lines() string {
 	for _, e := range s.Setup {
 		line("setup", e.String())
 	}
+	if s.Output != nil {
+		line("output", s.Output.String(s.Name))
+	}
 	if s.GPUs > 0 {
 		line("gpus", fmt.Sprintf("%d %s", s.GPUs, s.GPUResource))
 	}

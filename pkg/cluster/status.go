@@ -136,6 +136,9 @@ type Status struct {
 	// Setup are the setup commands that failed in the pods there are, as
 	// the start of their logs says (Status only).
 	Setup []failure.SetupError `json:"setup,omitempty"`
+	// Output is the last line rank 0 wrote, of a running job (status
+	// only).
+	Output *Output `json:"output,omitempty"`
 	// Generator is the version of the chart that rendered the job, from
 	// its marker annotation (torchwrap.dev/generator-version); "" for a
 	// job made otherwise.
@@ -217,6 +220,9 @@ func (c *Client) Status(ctx context.Context, ref Ref) (Status, error) {
 	s.Warnings = warnings
 	if s.holder != nil {
 		s.Setup = s.holder.setupOf(ctx, obj, podList)
+		if s.State == Running {
+			s.Output = s.holder.lastOutput(ctx, obj, podList)
+		}
 	}
 	c.story(obj, podList, &s)
 	return s, nil
