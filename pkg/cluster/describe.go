@@ -149,16 +149,21 @@ func (s Status) Lines() string {
 	return b.String()
 }
 
-// cause is the latest attempt kept of a failed job, or of one retrying
-// after a failure, whose root cause status says first, and its number; 0
-// for a job doing well. (A job waiting after a preemption says why in its
-// why line.)
+// cause is the latest attempt kept of a failed job, of one retrying after
+// a failure, or of one whose pods show failures of the attempt it is in
+// (before its controller resets it), whose root cause status says first,
+// and its number; 0 for a job doing well. (A job waiting after a
+// preemption says why in its why line.)
 func (s Status) cause() (failure.Attempt, int) {
-	troubled := s.State == Failed || s.Phase == "Resetting" || s.Phase == "Restarting"
-	if !troubled || len(s.Attempts) == 0 {
+	if len(s.Attempts) == 0 {
 		return failure.Attempt{}, 0
 	}
 	latest := s.Attempts[len(s.Attempts)-1]
+	troubled := s.State == Failed || s.Phase == "Resetting" || s.Phase == "Restarting"
+	failing := s.Failure != nil && latest.Number == int(s.Retries)+1
+	if !troubled && !failing {
+		return failure.Attempt{}, 0
+	}
 	return latest, latest.Number
 }
 

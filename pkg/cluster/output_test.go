@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // status of a running job reads the last line of rank 0's pod alone, with
@@ -48,4 +51,21 @@ func TestOutputLine(t *testing.T) {
 		"generator logs demo --tail 1 --timestamps shows each pod's last line and when it wrote it", o.String("demo"))
 	o.QuietSeconds, o.Line = 0, string(make([]byte, 300))
 	require.Contains(t, o.String("demo"), "…")
+}
+
+// A running job whose pods show failures of the attempt it is in, before
+// its controller resets it: status says the attempt's cause, and what
+// failed after it, as of a failed job.
+func TestStatusOfAJobFailingNow(t *testing.T) {
+	failedPod := ptjPod("worker", 0, "w-1", `{name: pytorch, state: {terminated: {exitCode: 1, reason: Error, finishedAt: "2026-11-26T10:00:30Z",
+    message: `+strconv.Quote(traceback)+`}}}`)
+	timedOut := ptjPod("master", 0, "m-1", `{name: pytorch, state: {terminated: {exitCode: 134, reason: Error, finishedAt: "2026-11-26T10:10:00Z",
+    message: "terminate called after throwing an instance of 'c10::DistBackendError'\n  what():  [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600031 milliseconds before timing out."}}}`)
+	client := cluster(t, nil, retrying("{phase: Running, conditions: [{type: PodsReady, status: 'True'}]}"), failedPod, timedOut)
+	client.Keeper = &failure.Keeper{Dir: t.TempDir()}
+	s, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"})
+	require.NoError(t, err)
+	require.Contains(t, s.Lines(), "\n  cause:     attempt 1 of 3 failed: rank 3 (worker-0, local rank 1) exited 1: ZeroDivisionError: float division by zero; "+
+		"1 other pod failed after it: 1 NCCL timeout\n")
+	require.NotContains(t, s.Lines(), "\n  failed:")
 }
