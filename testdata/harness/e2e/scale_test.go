@@ -62,6 +62,7 @@ podAnnotations:
 			{"status -o json", []string{"status", name, "-n", ns, "-o", "json"}},
 			{"list", []string{"list", "-n", ns}},
 			{"logs", []string{"logs", name, "-n", ns}},
+			{"logs --tail 1", []string{"logs", name, "-n", ns, "--tail", "1", "--timestamps"}},
 			{"delete", []string{"delete", name, "-n", ns}},
 		} {
 			command := c.command
@@ -81,14 +82,22 @@ podAnnotations:
 				}
 			}
 			require.LessOrEqual(t, watches, 3, "the watches of %s", command)
-			switch strings.Fields(command)[0] {
+			switch command {
 			case "logs":
 				// Every line of every pod, each pod's log asked once.
 				require.Equal(t, pods, logs, "logs of %s", name)
 				require.Equal(t, pods*e2e.TrainingLogLines, strings.Count(r.stdout, "\n"), "lines of the logs of %s", name)
-			case "status":
-				// The setup commands, read from the pod of rank 0 alone.
-				require.Equal(t, 1, logs, "%s reads one log", command)
+			case "logs --tail 1":
+				// Each pod's last line, with when it was written.
+				require.Equal(t, pods, logs, "logs of %s", name)
+				require.Equal(t, pods, strings.Count(r.stdout, "Z [rank0] step "), "last lines of the logs of %s:\n%s", name, r.stdout)
+			case "status", "status -o json":
+				// The setup commands, and the last line, read from the
+				// pod of rank 0 alone. kwok's log was written a day
+				// before: the job may be stuck.
+				require.Equal(t, 2, logs, "%s reads two logs", command)
+				require.Contains(t, r.stdout, map[string]string{"status": "\n  output:    master-0 has written nothing for ",
+					"status -o json": "\"output\": {\n    \"member\": \"master-0\",\n    \"at\": \"2026-11-27T09:04:33."}[command])
 			default:
 				require.Zero(t, logs, "%s reads no log", command)
 			}

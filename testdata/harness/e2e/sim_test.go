@@ -64,6 +64,10 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Parallel()
 			s.roles(t)
 		})
+		t.Run("cascade", func(t *testing.T) {
+			t.Parallel()
+			s.cascade(t)
+		})
 		t.Run("in-turn", func(t *testing.T) {
 			t.Parallel()
 			t.Run("webhooks", s.webhooks)
