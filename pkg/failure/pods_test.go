@@ -11,6 +11,9 @@ import (
 	"github.com/torchwrap/generator/testdata/torchlogs"
 )
 
+// nan is the error of a rank that raises.
+const nan = "RuntimeError: loss is nan at step 4021"
+
 // The errors that follow from another's failure are read as such, and of
 // which kind.
 func TestReadConsequences(t *testing.T) {
@@ -23,7 +26,7 @@ func TestReadConsequences(t *testing.T) {
 	require.True(t, strings.HasPrefix(timeout.Error, "c10::DistBackendError: [PG ID 0 PG GUID 0(default_pg) Rank 9] Process group watchdog thread terminated with exception: [Rank 9] Watchdog caught collective operation timeout: WorkNCCL("), timeout.Error)
 	require.Empty(t, timeout.More, "the C++ runtime's frames are no part of the message")
 	require.Equal(t, "lost peer", Read(torchlogs.GlooLostPeer(3, 3, at)).Consequence)
-	require.Empty(t, Read(torchlogs.Raises(5, 5, at)).Consequence)
+	require.Empty(t, Read(torchlogs.Raises(5, 5, at, nan)).Consequence)
 	for line, kind := range map[string]string{
 		"torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2042, remote process exited or there was a network error, NCCL version 2.21.5": "lost peer",
 		"torch.distributed.DistStoreError: recvValue failed on SocketImpl(fd=71, addr=[job-worker-3]:52644, remote=[job-master-0]:29500): Connection reset by peer":                                  "lost store",
@@ -65,7 +68,7 @@ func TestRootAcrossPods(t *testing.T) {
 	for i := range 64 {
 		switch {
 		case i == 17:
-			a.Failures = append(a.Failures, pod(i, torchlogs.Raises(8*i+5, 5, t0), t0.Add(31*time.Second), 1, ""))
+			a.Failures = append(a.Failures, pod(i, torchlogs.Raises(8*i+5, 5, t0, nan), t0.Add(31*time.Second), 1, ""))
 		case i >= 18 && i <= 20:
 			a.Failures = append(a.Failures, pod(i, torchlogs.GlooLostPeer(8*i, 0, t0.Add(time.Second)), t0.Add(2*time.Second), 1, ""))
 		default:
@@ -101,9 +104,9 @@ func TestFirstToFail(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
 	exit := func(code int32) *int32 { return &code }
 	first := Failure{Key: "a", Pod: "job-worker-3", Member: "worker-3", Container: "pytorch", Reason: "Error", ExitCode: exit(1), At: t0.Add(31 * time.Second)}
-	first.SetLines(torchlogs.Raises(29, 5, t0))
+	first.SetLines(torchlogs.Raises(29, 5, t0, nan))
 	second := Failure{Key: "b", Pod: "job-worker-7", Member: "worker-7", Container: "pytorch", Reason: "Error", ExitCode: exit(1), At: t0.Add(6 * time.Second)}
-	second.SetLines(torchlogs.Raises(61, 5, t0.Add(5*time.Second)))
+	second.SetLines(torchlogs.Raises(61, 5, t0.Add(5*time.Second), nan))
 	root, _ := Attempt{Failures: []Failure{second, first}}.Root()
 	require.Equal(t, "a", root.Key)
 	first.Cause.At = t0.Add(-5 * time.Hour)
@@ -119,12 +122,13 @@ func TestThousands(t *testing.T) {
 
 // The node of the root cause is said; when the first failures of two
 // attempts were on one node, that it may be at fault, and how to keep the
-// job off it.
+// job off it, unless they were the same error of the program.
 func TestNodeOfTheCause(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
 	exit := func(code int32) *int32 { return &code }
 	failed := func(key, node string, at time.Time) Failure {
-		return Failure{Key: key, Pod: "job-worker-1", Member: "worker-1", Container: "pytorch", Node: node, Reason: "Error", ExitCode: exit(1), At: at}
+		return Failure{Key: key, Pod: "job-worker-1", Member: "worker-1", Container: "pytorch", Node: node, Reason: "Error", ExitCode: exit(1), At: at,
+			Cause: Cause{Error: "torch.AcceleratorError: CUDA error: an illegal memory access was encountered (" + key + ")"}}
 	}
 	s := Story{Attempts: []Attempt{
 		{Number: 1, Failures: []Failure{failed("a", "gpu-node-7", t0)}},
@@ -136,6 +140,9 @@ func TestNodeOfTheCause(t *testing.T) {
 	s.Attempts = append(s.Attempts, Attempt{Number: 3, Failures: []Failure{failed("c", "gpu-node-7", t0.Add(2*time.Hour))}})
 	require.Equal(t, "gpu-node-7, where attempts 1 and 3 failed first: the node may be at fault; keep the job off it (hostIgnoreList: [gpu-node-7] in its settings) "+
 		"and tell your platform team, whose node health checks can take it out", s.Node(3))
+	// The same error of the program twice: more likely the program's.
+	s.Attempts[2].Failures[0].Cause.Error = s.Attempts[0].Failures[0].Cause.Error
+	require.Equal(t, "gpu-node-7, where attempts 1 and 3 failed first, with the same error: more likely the program's than the node's", s.Node(3))
 	s.Attempts[2].Failures[0].Node = ""
 	require.Empty(t, s.Node(3), "a failure of no node (the job's own)")
 }

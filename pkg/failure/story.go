@@ -235,9 +235,12 @@ func (f Failure) Excerpt() []string {
 
 // Node says the node the attempt's root cause failed on; and, when the
 // root causes of other attempts kept failed on it too, that the node may be
-// at fault, and how to keep the job off it. "" when the node is not known.
+// at fault, and how to keep the job off it; unless every one of them was
+// the same error of the program, which is then more likely the program's.
+// "" when the node is not known.
 //
 //	gpu-node-7, where attempts 1 and 2 failed first: the node may be at fault; keep the job off it (hostIgnoreList: [gpu-node-7] in its settings) and tell your platform team, whose node health checks can take it out
+//	gpu-node-7, where attempts 1 and 2 failed first, with the same error: more likely the program's than the node's
 func (s Story) Node(number int) string {
 	a, ok := s.Attempt(number)
 	if !ok {
@@ -248,14 +251,20 @@ func (s Story) Node(number int) string {
 		return ""
 	}
 	var there []string
+	same := root.Cause.Error != ""
 	for _, other := range s.Attempts {
 		if r, ok := other.Root(); ok && r.Node == root.Node {
 			there = append(there, strconv.Itoa(other.Number))
+			same = same && r.Cause.Error == root.Cause.Error
 		}
 	}
 	if len(there) < 2 {
 		return root.Node
 	}
-	return fmt.Sprintf("%s, where attempts %s and %s failed first: the node may be at fault; keep the job off it (hostIgnoreList: [%s] in its settings) and tell your platform team, whose node health checks can take it out",
-		root.Node, strings.Join(there[:len(there)-1], ", "), there[len(there)-1], root.Node)
+	text := fmt.Sprintf("%s, where attempts %s and %s failed first", root.Node, strings.Join(there[:len(there)-1], ", "), there[len(there)-1])
+	if same {
+		return text + ", with the same error: more likely the program's than the node's"
+	}
+	return fmt.Sprintf("%s: the node may be at fault; keep the job off it (hostIgnoreList: [%s] in its settings) and tell your platform team, whose node health checks can take it out",
+		text, root.Node)
 }

@@ -71,13 +71,14 @@ func GlooLostPeer(rank, local int, at time.Time) []string {
 	}, Summary(rank, local, 1, "", at)...)
 }
 
-// Raises is a rank that raises an error of its own.
-func Raises(rank, local int, at time.Time) []string {
+// Raises is a rank that raises an error of its own, the last line of its
+// traceback.
+func Raises(rank, local int, at time.Time, err string) []string {
 	prefix := fmt.Sprintf("[rank%d]: ", rank)
 	return append([]string{
 		prefix + "Traceback (most recent call last):",
 		prefix + `  File "/app/train.py", line 52, in <module>`,
-		prefix + "    raise RuntimeError(f\"loss is nan at step {step}\")",
-		prefix + "RuntimeError: loss is nan at step 4021",
+		prefix + "    loss = step(model, batch)",
+		prefix + err,
 	}, Summary(rank, local, 1, "", at)...)
 }

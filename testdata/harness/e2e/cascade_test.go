@@ -66,18 +66,19 @@ func (s *sim) cascade(t *testing.T) {
 
 	for attempt := 1; attempt <= 2; attempt++ {
 		byMember := s.cascadePods(t, namespace, name, pods, attempt-1)
-		// worker-16 raises in the first attempt, worker-17 in the second.
+		// worker-16 raises in the first attempt, worker-17 in the second,
+		// with another error: the node may be at fault.
 		first := 15 + attempt
 		raised := time.Now().UTC().Add(-11 * time.Minute).Truncate(time.Second)
 		for member, pod := range byMember {
-			s.patchStatus(t, namespace, pod, map[string]any{"containerStatuses": []map[string]any{cascadeEnd(member, first, raised)}})
+			s.patchStatus(t, namespace, pod, map[string]any{"containerStatuses": []map[string]any{cascadeEnd(member, first, raised, raisedErrors[attempt-1])}})
 		}
 		r, requests := s.counted(t, dir, "status", name, "-n", namespace)
 		require.Zero(t, r.code, r.stderr)
 		t.Logf("status of attempt %d:\n%s", attempt, r.stdout)
 		rank := 8*(first+1) + 5
-		require.Contains(t, r.stdout, fmt.Sprintf("\n  cause:     attempt %d of 2 failed: rank %d (worker-%d, local rank 5) exited 1: RuntimeError: loss is nan at step 4021; "+
-			"63 other pods failed after it: 60 NCCL timeouts, 3 lost peers", attempt, rank, first))
+		require.Contains(t, r.stdout, fmt.Sprintf("\n  cause:     attempt %d of 2 failed: rank %d (worker-%d, local rank 5) exited 1: %s; "+
+			"63 other pods failed after it: 60 NCCL timeouts, 3 lost peers", attempt, rank, first, raisedErrors[attempt-1]))
 		if attempt == 1 {
 			require.Contains(t, r.stdout, "\n  node:      "+node+"\n")
 		} else {
@@ -90,6 +91,7 @@ func (s *sim) cascade(t *testing.T) {
 				logs++
 			}
 		}
+		t.Logf("status of the failing attempt %d of %d pods: %d requests (%d for logs)", attempt, pods, len(requests), logs)
 		require.LessOrEqual(t, logs, 1, "status reads at most one log")
 		require.LessOrEqual(t, len(requests), 10, "status's requests, as with a job doing well (BENCHMARKS.md)")
 		s.patchStatus(t, namespace, byMember[fmt.Sprintf("worker-%d", first)], map[string]any{"phase": "Failed"})
@@ -101,18 +103,22 @@ func (s *sim) cascade(t *testing.T) {
 	})
 	r = s.generate(t, dir, "status", name, "-n", namespace)
 	require.Zero(t, r.code, r.stderr)
-	require.Contains(t, r.stdout, fmt.Sprintf("\n  cause:     attempt 2 of 2 failed: rank %d (worker-17, local rank 5) exited 1: RuntimeError: loss is nan at step 4021; "+
-		"63 other pods failed after it: 60 NCCL timeouts, 3 lost peers; no retries left\n", 8*18+5))
+	require.Contains(t, r.stdout, fmt.Sprintf("\n  cause:     attempt 2 of 2 failed: rank %d (worker-17, local rank 5) exited 1: %s; "+
+		"63 other pods failed after it: 60 NCCL timeouts, 3 lost peers; no retries left\n", 8*18+5, raisedErrors[1]))
 	require.Contains(t, r.stdout, "\n  node:      "+node+", where attempts 1 and 2 failed first: ")
 }
 
+// raisedErrors are the errors the rank that fails first raises, in the
+// cascade's first attempt and in its second.
+var raisedErrors = []string{"RuntimeError: loss is nan at step 4021", "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"}
+
 // cascadeEnd is the status of the training container of a pod of the
-// cascade's job (member), when a rank of worker-first raised at raised: it
+// cascade's job (member), when a rank of worker-first raised err at raised: it
 // ended with its last lines as its termination message. That pod's
 // container ends 31 s after (torchrun stops its other processes);
 // worker-(first+1) to worker-(first+3) lose their peer 1 s after, and end
 // first; the others' collectives time out ten minutes after.
-func cascadeEnd(member string, first int, raised time.Time) map[string]any {
+func cascadeEnd(member string, first int, raised time.Time, err string) map[string]any {
 	rank := 0
 	if index, ok := strings.CutPrefix(member, "worker-"); ok {
 		fmt.Sscan(index, &rank)
@@ -124,7 +130,7 @@ func cascadeEnd(member string, first int, raised time.Time) map[string]any {
 	code := 1
 	switch {
 	case worker == first:
-		lines, ended = torchlogs.Raises(8*rank+5, 5, raised), raised.Add(31*time.Second)
+		lines, ended = torchlogs.Raises(8*rank+5, 5, raised, err), raised.Add(31*time.Second)
 	case worker > first && worker <= first+3:
 		lines, ended = torchlogs.GlooLostPeer(8*rank, 0, raised.Add(time.Second)), raised.Add(2*time.Second)
 	default:
