@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/pkg/cluster"
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
@@ -32,7 +33,7 @@ func TestLogWriter(t *testing.T) {
 // logSource is a pods/log of one log for every container.
 type logSource string
 
-func (l logSource) Log(context.Context, string, string, cluster.LogOptions) (io.ReadCloser, error) {
+func (l logSource) Log(context.Context, string, string, podwatch.LogOptions) (io.ReadCloser, error) {
 	return io.NopCloser(strings.NewReader(string(l))), nil
 }
 

@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
@@ -85,7 +86,7 @@ type Client struct {
 	Discovery discovery.ServerResourcesInterfaceWithContext
 	// LogSource reads the logs of pods; PodSource lists and watches pods;
 	// ObjectSource lists the jobs and their Workloads.
-	LogSource    LogSource
+	LogSource    podwatch.LogSource
 	PodSource    PodSource
 	ObjectSource ObjectSource
 	// Namespace is the namespace of -n, else of the kubeconfig's context,

@@ -23,6 +23,8 @@ import (
 	restclient "k8s.io/client-go/rest"
 	restwatch "k8s.io/client-go/rest/watch"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 )
 
 // Kueue's API is read in the newest version the cluster serves: v1beta1 is
@@ -65,13 +67,13 @@ func TestLogClient(t *testing.T) {
 	require.NoError(t, err)
 	source := restLogs{client: client, following: following}
 	tail, since := int64(10), int64(600)
-	rc, err := source.Log(context.Background(), "ml", "demo-master-0", LogOptions{Container: "pytorch", Follow: true, Timestamps: true, TailLines: &tail, SinceSeconds: &since})
+	rc, err := source.Log(context.Background(), "ml", "demo-master-0", podwatch.LogOptions{Container: "pytorch", Follow: true, Timestamps: true, TailLines: &tail, SinceSeconds: &since})
 	require.NoError(t, err)
 	text, err := io.ReadAll(rc)
 	require.NoError(t, err)
 	require.NoError(t, rc.Close())
 	require.Equal(t, "line 1\nline 2\n", string(text))
-	_, err = source.Log(context.Background(), "ml", "forbidden", LogOptions{Container: "pytorch", Previous: true})
+	_, err = source.Log(context.Background(), "ml", "forbidden", podwatch.LogOptions{Container: "pytorch", Previous: true})
 	require.True(t, apierrors.IsForbidden(err), "%v", err)
 	require.Equal(t, []string{
 		"following /api/v1/namespaces/ml/pods/demo-master-0/log?container=pytorch&follow=true&sinceSeconds=600&tailLines=10&timestamps=true",

@@ -108,7 +108,7 @@ func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holde
 	k := kindOf(old)
 	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + ref.Name}
 	other := false
-	left, err := c.objects(k.resource, ref.Namespace).drain(ctx, byName, func(obj metav1.Object) bool {
+	left, err := c.objects(k.resource, ref.Namespace).Drain(ctx, byName, func(obj metav1.Object) bool {
 		if obj.GetName() != ref.Name {
 			return false
 		}
@@ -120,7 +120,7 @@ func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holde
 	case other:
 		return fmt.Errorf("another %s was created while the old one was deleted; see what it is (generator status %s -n %s)", ref, ref.Name, ref.Namespace)
 	case err == nil && holder != nil && holder != c:
-		left, err = holder.objects(k.resource, ref.Namespace).drain(ctx, byName, func(obj metav1.Object) bool { return obj.GetName() == ref.Name })
+		left, err = holder.objects(k.resource, ref.Namespace).Drain(ctx, byName, func(obj metav1.Object) bool { return obj.GetName() == ref.Name })
 		if len(left) > 0 {
 			waiting = " (its copy on its MultiKueue worker cluster is left)"
 		}
@@ -131,7 +131,7 @@ func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holde
 	}
 	if err == nil && holder != nil {
 		// Pods the user may not list are not waited for.
-		left, err = holder.podObjects(ref.Namespace).drain(ctx, metav1.ListOptions{LabelSelector: k.selector(ref.Name)},
+		left, err = holder.podObjects(ref.Namespace).Drain(ctx, metav1.ListOptions{LabelSelector: k.selector(ref.Name)},
 			func(pod metav1.Object) bool { return k.owns(old, pod) })
 		if apierrors.IsForbidden(err) {
 			return nil

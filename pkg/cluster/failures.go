@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
@@ -49,8 +50,10 @@ type failures struct {
 	job          *reading
 	notice       func(Noticed)
 	// podMirror and warnings mirror the job's pods and the Warning events
-	// of its namespace.
-	podMirror, warnings *mirror
+	// of its namespace, and hand their changes to podChanges and
+	// warningChanges.
+	podMirror, warnings        *podwatch.Mirror
+	podChanges, warningChanges chan podwatch.Change
 	// seen are the job's pods seen, by uid; attempts the attempt each pod
 	// failed in; noticed the keys of the failures noticed; scanned the
 	// containers whose logs are read for failed setup commands; busy
@@ -98,24 +101,23 @@ func (r *reading) get() *unstructured.Unstructured {
 // it starts, for the setup commands that failed there, which it notices
 // too. busy counts the work under way, so that a follower may wait for it
 // once the job has finished.
-func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), busy *atomic.Int64) *mirror {
+func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), busy *atomic.Int64) *podwatch.Mirror {
 	obj := job.get()
 	k := kindOf(obj)
 	w := &failures{client: c, pods: on, job: job, notice: notice, seen: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{},
-		scanned: map[string]bool{}, busy: busy, read: map[int]int{},
-		podMirror: &mirror{lw: on.podObjects(obj.GetNamespace()), opts: metav1.ListOptions{LabelSelector: k.selector(obj.GetName())},
-			keep: func(pod metav1.Object) bool { return k.owns(obj, pod) }, changes: make(chan change, 64), handed: busy},
-		// Events are a help: the node controller says in them alone that
-		// a pod's node stopped answering.
-		warnings: &mirror{lw: on.objects(events, obj.GetNamespace()), opts: metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning},
-			changes: make(chan change, 64), handed: busy},
-	}
+		scanned: map[string]bool{}, busy: busy, read: map[int]int{}, podChanges: make(chan podwatch.Change, 64), warningChanges: make(chan podwatch.Change, 64)}
+	w.podMirror = podwatch.NewMirror(on.podObjects(obj.GetNamespace()), metav1.ListOptions{LabelSelector: k.selector(obj.GetName())},
+		func(pod metav1.Object) bool { return k.owns(obj, pod) }, w.podChanges, busy)
+	// Events are a help: the node controller says in them alone that a
+	// pod's node stopped answering.
+	w.warnings = podwatch.NewMirror(on.objects(events, obj.GetNamespace()), metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning},
+		nil, w.warningChanges, busy)
 	// What the user may not read is not asked again.
 	again := func(err error) bool { return !apierrors.IsForbidden(err) }
-	if w.podMirror.start(ctx, again) != nil {
+	if w.podMirror.Start(ctx, again) != nil {
 		return nil
 	}
-	go w.warnings.run(ctx, again, nil)
+	go w.warnings.Run(ctx, again)
 	go w.run(ctx)
 	return w.podMirror
 }
@@ -125,18 +127,18 @@ func (w *failures) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			// What was handed on and will not be taken in is not under way.
-			w.busy.Add(-int64(len(w.podMirror.changes) + len(w.warnings.changes)))
+			w.busy.Add(-int64(len(w.podChanges) + len(w.warningChanges)))
 			return
-		case c := <-w.podMirror.changes:
+		case c := <-w.podChanges:
 			w.podChanged(ctx, c)
 			w.busy.Add(-1)
-		case c := <-w.warnings.changes:
+		case c := <-w.warningChanges:
 			// A warning is about a pod: the pods' changes at hand are read
 			// first, so that a pod told of by both is known by then.
 		pending:
 			for {
 				select {
-				case p := <-w.podMirror.changes:
+				case p := <-w.podChanges:
 					w.podChanged(ctx, p)
 					w.busy.Add(-1)
 				default:
@@ -150,16 +152,16 @@ func (w *failures) run(ctx context.Context) {
 }
 
 // warning takes in a change of the Warning events of the job's namespace.
-func (w *failures) warning(ctx context.Context, c change) {
+func (w *failures) warning(ctx context.Context, c podwatch.Change) {
 	var e corev1.Event
-	obj, ok := c.obj.(*unstructured.Unstructured)
-	if !ok || c.deleted || runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &e) != nil || e.InvolvedObject.Kind != "Pod" {
+	obj, ok := c.Obj.(*unstructured.Unstructured)
+	if !ok || c.Deleted || runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &e) != nil || e.InvolvedObject.Kind != "Pod" {
 		return
 	}
 	pod, ours := w.seen[e.InvolvedObject.UID]
 	if !ours {
 		// Held, its change not taken in yet.
-		held, ok := w.podMirror.byName(e.InvolvedObject.Name)
+		held, ok := w.podMirror.ByName(e.InvolvedObject.Name)
 		pod, ours = held.(*corev1.Pod)
 		ours = ok && ours && pod.UID == e.InvolvedObject.UID
 	}
@@ -172,8 +174,8 @@ func (w *failures) warning(ctx context.Context, c change) {
 }
 
 // podChanged takes in a change of the job's pods.
-func (w *failures) podChanged(ctx context.Context, c change) {
-	if pod, ok := c.obj.(*corev1.Pod); ok && !c.deleted {
+func (w *failures) podChanged(ctx context.Context, c podwatch.Change) {
+	if pod, ok := c.Obj.(*corev1.Pod); ok && !c.Deleted {
 		w.seen[pod.UID] = pod
 		w.pod(ctx, pod)
 	}
@@ -275,7 +277,7 @@ func (c *Client) readLines(ctx context.Context, pod *corev1.Pod, f *failure.Fail
 	}
 	status, ok := containerStatus(pod, f.Container)
 	n := int64(failure.CauseLines)
-	rc, err := c.LogSource.Log(ctx, pod.Namespace, pod.Name, LogOptions{Container: f.Container, TailLines: &n, Previous: ok && status.RestartCount > f.Restart})
+	rc, err := c.LogSource.Log(ctx, pod.Namespace, pod.Name, podwatch.LogOptions{Container: f.Container, TailLines: &n, Previous: ok && status.RestartCount > f.Restart})
 	if err != nil {
 		return
 	}

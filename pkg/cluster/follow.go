@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
@@ -131,7 +132,7 @@ type noticing struct {
 	// MultiKueue manager's job is watched on the manager until it is
 	// dispatched, then on its worker.
 	watching *Client
-	pods     *mirror
+	pods     *podwatch.Mirror
 	unwatch  context.CancelFunc
 	// latest is the last attempt that failures were noticed in; seen the
 	// first failure a reading showed, for when none was noticed.
@@ -220,11 +221,11 @@ func (n *noticing) podsOf(ctx context.Context, on *Client, obj *unstructured.Uns
 	if n == nil || n.pods == nil || n.watching != on {
 		return on.podsOf(ctx, obj)
 	}
-	objects, synced := n.pods.now(ctx)
+	objects, synced := n.pods.Now(ctx)
 	if !synced {
 		return on.podsOf(ctx, obj)
 	}
-	return podsIn(objects), nil
+	return podwatch.PodsIn(objects), nil
 }
 
 // settle waits a while (noticeGrace) for the watch's work under way to

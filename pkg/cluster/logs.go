@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,37 +17,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	restclient "k8s.io/client-go/rest"
+
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 )
-
-// LogOptions are what a container's log is read with: the query
-// parameters of a pod's log (pods/log).
-type LogOptions struct {
-	Container  string
-	Follow     bool
-	Previous   bool
-	Timestamps bool
-	// TailLines keeps the last lines only; nil for all.
-	TailLines *int64
-	// SinceSeconds keeps the lines of the last seconds only, SinceTime
-	// those from that second on; nil for all.
-	SinceSeconds *int64
-	SinceTime    *time.Time
-	// LimitBytes keeps the first bytes only; nil for all.
-	LimitBytes *int64
-}
-
-// LogSource reads a container's log: the API server's pods/log, or a fake
-// in tests.
-type LogSource interface {
-	Log(ctx context.Context, namespace, pod string, opts LogOptions) (io.ReadCloser, error)
-}
 
 // restLogs reads pods/log with REST clients of core/v1: a log is plain
 // text, which the dynamic client cannot read. A followed log goes through
 // following (followingClient), the others through client.
 type restLogs struct{ client, following restclient.Interface }
 
-func (r restLogs) Log(ctx context.Context, namespace, pod string, o LogOptions) (io.ReadCloser, error) {
+func (r restLogs) Log(ctx context.Context, namespace, pod string, o podwatch.LogOptions) (io.ReadCloser, error) {
 	client := r.client
 	if o.Follow {
 		client = r.following
@@ -153,24 +130,14 @@ type LogLine struct {
 // as it happens, as Follow does; line, note and notice are called one at a
 // time.
 func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), note func(string), notice func(Noticed)) (Status, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	f := &follower{req: req, line: line, stop: cancel, started: map[string]*instance{}, member: map[string]types.UID{}}
-	f.note = func(text string) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		note(text)
-	}
-	defer func() {
-		cancel()
-		f.wg.Wait()
-	}()
+	f := &follower{req: req, member: map[string]types.UID{}}
+	f.logs, ctx = podwatch.NewLogs(ctx, req.Ref.Namespace, req.Follow, req.Timestamps, func(l podwatch.Line[Member]) {
+		line(LogLine{Pod: l.Pod, Label: l.Label, Member: l.Tag, Text: l.Text, Width: l.Width})
+	}, note)
+	defer f.logs.Stop()
 	var n *noticing
 	if req.Follow {
-		n = c.noticing(req.Ref, func(x Noticed) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			notice(x)
-		})
+		n = c.noticing(req.Ref, func(x Noticed) { f.logs.Aside(func() { notice(x) }) })
 	}
 	var last Status
 	for round := 0; ; round++ {
@@ -194,24 +161,24 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 				return last, err
 			}
 			if !req.Follow || s.State.Finished() {
-				f.drain(req.Follow, finishReadings*c.every())
+				f.logs.Wait(finishReadings * c.every())
 				switch {
-				case f.streams > 0 || req.Follow:
+				case f.logs.Streams() > 0 || req.Follow:
 				case s.Worker != nil && s.State.Finished():
-					f.note(fmt.Sprintf("no logs: the pods ran on worker cluster %s, where MultiKueue deletes them once the job has finished: %s", s.Worker.Name, s.Line()))
+					f.logs.Note(fmt.Sprintf("no logs: the pods ran on worker cluster %s, where MultiKueue deletes them once the job has finished: %s", s.Worker.Name, s.Line()))
 				case s.State.Finished():
-					f.note("no logs: its pods are gone: " + s.Line())
+					f.logs.Note("no logs: its pods are gone: " + s.Line())
 				default:
-					f.note("no logs yet: " + s.Line())
+					f.logs.Note("no logs yet: " + s.Line())
 				}
-				return last, f.failure()
+				return last, f.logs.Err()
 			}
-			if said := "waiting for logs: " + s.Line(); f.streams == 0 && said != f.said {
+			if said := "waiting for logs: " + s.Line(); f.logs.Streams() == 0 && said != f.said {
 				f.said = said
-				f.note(said)
+				f.logs.Note(said)
 			}
 		}
-		if err := f.failure(); err != nil {
+		if err := f.logs.Err(); err != nil {
 			return last, err
 		}
 		if err := n.wait(ctx, n.every()); err != nil {
@@ -257,56 +224,25 @@ func (c *Client) logRound(ctx context.Context, ref Ref, n *noticing) (Status, *u
 	return s, obj, podList, nil
 }
 
-// follower reads the logs of a job's pods, each container instance once.
+// follower reads the logs of a job's pods, those of the request: which
+// pods, which container of each, labelled by their place in the job; its
+// logs read them.
 type follower struct {
 	req  LogRequest
-	line func(LogLine)
-	// note says what happens besides the lines, one note at a time with
-	// the lines and the failures noticed.
-	note func(string)
-	// stop ends the reading of every log.
-	stop context.CancelFunc
-	wg   sync.WaitGroup
-
-	// started are the container instances read, by pod uid/container/
-	// restarts.
-	started map[string]*instance
+	logs *podwatch.Logs[Member]
 	// member is the pod each label was last seen on.
 	member map[string]types.UID
-	// streams counts the logs read; said is the last line that said why
-	// there are none yet.
-	streams int
+	// said is the last line that said why there are no logs yet; retries
+	// the job's retries when its pods were last read.
 	said    string
 	retries int64
-
-	mu    sync.Mutex
-	width int
-	err   error
-}
-
-// instance is what was read of a container instance's log. A followed log
-// is read with the kubelet's time of each line, so that a read that ended
-// before the container did (the cluster went away, a connection died) is
-// taken up again where it stopped, without a line lost or said twice; the
-// times are left out of the lines unless asked for.
-type instance struct {
-	// reading: a read of it is under way; ended: its container had ended
-	// when the last read began, which read it to its end.
-	reading, ended bool
-	// last is the time of the last line read, atLast how many lines of
-	// that time were read.
-	last   time.Time
-	atLast int
-	// closed is when the last read came to the log's end while its
-	// container ran: the kubelet ends a followed log when its container
-	// ends, and a container that ended by then needs no read again.
-	closed time.Time
 }
 
 // start starts reading every selected container instance that has a log
-// and is not read yet, from the cluster on.
+// and is not read yet, from the cluster on: in the order of the pods'
+// ranks, unless followed.
 func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unstructured, podList []corev1.Pod, round int, s Status) error {
-	opts := LogOptions{Container: f.req.Container, Follow: f.req.Follow, Previous: f.req.Previous, Timestamps: f.req.Timestamps}
+	opts := podwatch.LogOptions{Follow: f.req.Follow, Previous: f.req.Previous, Timestamps: f.req.Timestamps}
 	if round == 0 {
 		opts.TailLines = f.req.Tail
 		if f.req.Since > 0 {
@@ -317,7 +253,11 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 	}
 	k := kindNamed(s.Kind)
 	var replaced, others []string
-	var reads []logRead
+	type selected struct {
+		c     podwatch.Container[Member]
+		known bool
+	}
+	var containers []selected
 	for i := range podList {
 		pod := &podList[i]
 		m, known := k.member(obj.Object, pod)
@@ -337,74 +277,46 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 			replaced = append(replaced, label)
 		}
 		f.member[label] = pod.UID
-		f.mu.Lock()
-		f.width = max(f.width, len(label))
-		f.mu.Unlock()
-		container := f.req.Container
-		if container == "" {
-			container = k.trainingContainer(obj.Object, pod)
+		name := f.req.Container
+		if name == "" {
+			name = k.trainingContainer(obj.Object, pod)
 		}
-		status, ok := containerStatus(pod, container)
-		if !ok {
-			if !hasContainer(pod, container) {
-				return fmt.Errorf("pod %s of the %s has no container %s; its containers: %s", pod.Name, f.req.Ref, container, strings.Join(containerNames(pod), ", "))
-			}
-			continue // not started
-		}
-		hasLog := status.State.Running != nil || status.State.Terminated != nil
-		if f.req.Previous {
-			hasLog = status.LastTerminationState.Terminated != nil
-		}
-		key := fmt.Sprintf("%s/%s/%d", pod.UID, container, status.RestartCount)
-		o := opts
-		o.Container = container
-		f.mu.Lock()
-		inst, seen := f.started[key]
-		if seen && !inst.reading && !inst.closed.IsZero() && status.State.Terminated != nil && !status.State.Terminated.FinishedAt.After(inst.closed) {
-			inst.ended = true
-		}
+		c := podwatch.Container[Member]{Pod: pod.Name, Name: name, Label: label, Tag: m}
+		status, ok := containerStatus(pod, name)
 		switch {
-		case !hasLog || seen && (inst.reading || inst.ended):
-			f.mu.Unlock()
-			continue
-		case seen:
-			// Taken up again where the last read stopped.
-			o.TailLines, o.SinceSeconds = nil, nil
-			if !inst.last.IsZero() {
-				o.SinceTime = &inst.last
+		case !ok && !hasContainer(pod, name):
+			return fmt.Errorf("pod %s of the %s has no container %s; its containers: %s", pod.Name, f.req.Ref, name, strings.Join(containerNames(pod), ", "))
+		case ok:
+			c.Key = fmt.Sprintf("%s/%s/%d", pod.UID, name, status.RestartCount)
+			c.Restarts = status.RestartCount
+			if status.RestartCount > 0 {
+				c.Restarted = fmt.Sprintf("%s/%s/%d", pod.UID, name, status.RestartCount-1)
 			}
-		default:
-			inst = &instance{}
-			f.started[key] = inst
-			f.streams++
+			c.HasLog = status.State.Running != nil || status.State.Terminated != nil
+			if f.req.Previous {
+				c.HasLog = status.LastTerminationState.Terminated != nil
+			}
+			if t := status.State.Terminated; t != nil {
+				c.Ended = &t.FinishedAt.Time
+			}
 		}
-		inst.reading, inst.ended = true, status.State.Terminated != nil
-		f.mu.Unlock()
-		if !seen && round > 0 && status.RestartCount > 0 && f.started[fmt.Sprintf("%s/%s/%d", pod.UID, container, status.RestartCount-1)] != nil {
-			f.note(fmt.Sprintf("%s: container %s restarted (%d restarts); its new log follows", label, container, status.RestartCount))
-		}
-		r := logRead{key: key, pod: pod.Name, label: label, member: m, known: known, opts: o}
-		if f.req.Follow {
-			r.inst = inst
-		}
-		reads = append(reads, r)
+		containers = append(containers, selected{c, known})
 	}
-	// Once every label of the round is known, for the width. Followed, the
-	// logs are read all at once, their lines as they come; else one after
-	// another, in the order of the pods' ranks, each whole.
-	if f.req.Follow {
-		for _, r := range reads {
-			f.wg.Go(func() { f.read(ctx, on, r, f.say) })
-		}
-	} else {
-		slices.SortStableFunc(reads, func(a, b logRead) int {
+	// Followed, the logs are read all at once, their lines as they come;
+	// else one after another, in the order of the pods' ranks, each whole.
+	if !f.req.Follow {
+		slices.SortStableFunc(containers, func(a, b selected) int {
 			if a.known != b.known {
 				return map[bool]int{true: -1, false: 1}[a.known]
 			}
-			return cmp.Or(cmp.Compare(a.member.Rank, b.member.Rank), strings.Compare(a.label, b.label))
+			return cmp.Or(cmp.Compare(a.c.Tag.Rank, b.c.Tag.Rank), strings.Compare(a.c.Label, b.c.Label))
 		})
-		f.wg.Go(func() { f.inTurn(ctx, on, reads) })
 	}
+	read := make([]podwatch.Container[Member], len(containers))
+	for i, c := range containers {
+		read[i] = c.c
+	}
+	f.logs.Read(ctx, podwatch.From{Source: on.LogSource, Unreadable: f.unreadable(on)}, opts, read)
 	if len(others) == len(podList) && len(podList) > 0 {
 		return fmt.Errorf("no pod of the %s is the one asked for (%s); its pods: %s", f.req.Ref, f.req.asked(), strings.Join(others, ", "))
 	}
@@ -415,201 +327,25 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 			why = fmt.Sprintf("the %s was reset after a failure (retry %d)", s.Kind, s.Retries)
 		}
 		f.retries = s.Retries
-		f.note(fmt.Sprintf("new pods %s: %s; their logs follow", strings.Join(replaced, ", "), why))
+		f.logs.Note(fmt.Sprintf("new pods %s: %s; their logs follow", strings.Join(replaced, ", "), why))
 	}
 	return nil
 }
 
-// logRead is one container's log to read: its key (pod uid/container/
-// restarts), its pod, the pod's label and place, how, and what was read of
-// it (followed).
-type logRead struct {
-	key, pod, label string
-	member          Member
-	known           bool
-	opts            LogOptions
-	inst            *instance
-}
-
-// say hands a line on, aligned with the labels of the pods read so far.
-func (f *follower) say(l LogLine) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	l.Width = f.width
-	f.line(l)
-}
-
-// read reads one container's log, line by line, from the cluster on, and
-// hands each line to line. Followed, it reads the kubelet's times, to know
-// where it stopped; when it ends (the container's end, the cluster's
-// going, an error), the next round takes the log up again, unless its
-// container had ended when it began.
-func (f *follower) read(ctx context.Context, on *Client, r logRead, line func(LogLine)) {
-	if r.inst != nil {
-		r.opts.Timestamps = true
-		defer func() {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			r.inst.reading = false
-		}()
-	}
-	rc, err := on.LogSource.Log(ctx, f.req.Ref.Namespace, r.pod, r.opts)
-	switch {
-	case err == nil:
-	case ctx.Err() != nil:
-		return
-	case apierrors.IsForbidden(err):
-		f.fail(forbidden("get", "pods/log", f.req.Ref.Namespace, "to read the logs of its pods"))
-		return
-	case r.inst != nil:
-		// The cluster may be gone for a while, the container not ready to
-		// give its log yet, or its pod gone (a retry deletes them): the
-		// next round tries again, if the pod is still there.
-		f.mu.Lock()
-		r.inst.ended = false
-		f.mu.Unlock()
-		return
-	case on.Unreached(err) != nil:
-		f.fail(on.Unreached(err))
-		return
-	default:
-		// The pod may be gone: say so, and go on with the others.
-		f.note(fmt.Sprintf("%s: its log cannot be read: %s", r.label, Message(err)))
-		return
-	}
-	defer rc.Close()
-	reader := bufio.NewReader(rc)
-	// replayed counts the lines of this read of the last line's time.
-	replayed := 0
-	for {
-		text, err := reader.ReadString('\n')
-		if r.inst != nil && err != nil {
-			// A line cut short comes whole when the log is taken up again.
-			f.mu.Lock()
-			r.inst.ended = r.inst.ended && err == io.EOF
-			if err == io.EOF && !r.inst.ended {
-				r.inst.closed = time.Now()
-			}
-			f.mu.Unlock()
-			return
+// unreadable says what a log that cannot be read on the cluster on means:
+// no right to read the logs ends the reading; so does a cluster that does
+// not answer, unless the logs are followed (they are taken up again once
+// it answers); any other error is the log's own.
+func (f *follower) unreadable(on *Client) func(error) error {
+	return func(err error) error {
+		switch {
+		case apierrors.IsForbidden(err):
+			return forbidden("get", "pods/log", f.req.Ref.Namespace, "to read the logs of its pods")
+		case !f.req.Follow:
+			return on.Unreached(err)
 		}
-		if text = strings.TrimSuffix(text, "\n"); text != "" && (r.inst == nil || f.fresh(r.inst, &text, &replayed)) {
-			line(LogLine{Pod: r.pod, Label: r.label, Member: r.member, Text: text})
-		}
-		if err != nil {
-			return
-		}
+		return nil
 	}
-}
-
-// fresh reads the kubelet's time off a followed line, and tells whether
-// the line was not handed on before: a log taken up again starts at the
-// second of the last line handed on, so the lines before it are left out,
-// and of the lines of its time as many as were handed on (replayed counts
-// them in this read). The time stays on the line if it was asked for.
-func (f *follower) fresh(inst *instance, text *string, replayed *int) bool {
-	stamp, rest, _ := strings.Cut(*text, " ")
-	at, err := time.Parse(time.RFC3339Nano, stamp)
-	if err != nil {
-		return true // not a time: said as it is
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch {
-	case at.Before(inst.last):
-		return false
-	case at.Equal(inst.last):
-		if *replayed++; *replayed <= inst.atLast {
-			return false
-		}
-		inst.atLast++
-	default:
-		inst.last, inst.atLast, *replayed = at, 1, 1
-	}
-	if !f.req.Timestamps {
-		*text = rest
-	}
-	return true
-}
-
-// The logs read in turn: at most logsAtOnce at once, the one whose turn it
-// is and those after it, each of which keeps at most linesAhead lines
-// until its turn comes; so the memory does not grow with the pods, nor
-// with their logs.
-const (
-	logsAtOnce = 8
-	linesAhead = 1024
-)
-
-// inTurn reads the logs one after another, as kubectl logs does without
-// -f, each whole in its turn, while the next ones are read ahead.
-func (f *follower) inTurn(ctx context.Context, on *Client, reads []logRead) {
-	ahead := make([]chan LogLine, len(reads))
-	next := 0
-	open := func() {
-		lines := make(chan LogLine, linesAhead)
-		ahead[next] = lines
-		r := reads[next]
-		next++
-		go func() {
-			defer close(lines)
-			f.read(ctx, on, r, func(l LogLine) {
-				select {
-				case lines <- l:
-				case <-ctx.Done():
-				}
-			})
-		}()
-	}
-	for next < min(logsAtOnce, len(reads)) {
-		open()
-	}
-	// Once a log cannot be read for a reason that holds for all (RBAC, a
-	// cluster gone), no other is started.
-	for i := 0; i < next; i++ {
-		for l := range ahead[i] {
-			f.say(l)
-		}
-		ahead[i] = nil
-		if next < len(reads) && f.failure() == nil {
-			open()
-		}
-	}
-}
-
-// drain waits for the logs being read to end. Following, a job that has
-// finished may keep a container running (a sidecar, a pod its controller
-// did not stop): its log is left after grace.
-func (f *follower) drain(following bool, grace time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		f.wg.Wait()
-		close(done)
-	}()
-	if !following {
-		<-done
-		return
-	}
-	select {
-	case <-done:
-	case <-time.After(grace):
-		f.stop()
-		<-done
-	}
-}
-
-func (f *follower) fail(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err == nil {
-		f.err = err
-	}
-}
-
-func (f *follower) failure() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.err
 }
 
 // containerStatus is the status of a pod's container or init container of

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 )
 
 // fakeLogs plays pods/log: each container's log by pod/container (and
@@ -37,7 +39,7 @@ func (f *fakeLogs) set(logs map[string]string) {
 	f.logs = logs
 }
 
-func (f *fakeLogs) Log(_ context.Context, namespace, pod string, o LogOptions) (io.ReadCloser, error) {
+func (f *fakeLogs) Log(_ context.Context, namespace, pod string, o podwatch.LogOptions) (io.ReadCloser, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := pod + "/" + o.Container
@@ -160,7 +162,7 @@ type openLogs struct {
 	open, most, of int
 }
 
-func (o *openLogs) Log(_ context.Context, _, pod string, _ LogOptions) (io.ReadCloser, error) {
+func (o *openLogs) Log(_ context.Context, _, pod string, _ podwatch.LogOptions) (io.ReadCloser, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.open++
@@ -202,7 +204,7 @@ func TestLogsInTurn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, lines)
 	require.Equal(t, 41, source.of)
-	require.LessOrEqual(t, source.most, logsAtOnce)
+	require.LessOrEqual(t, source.most, podwatch.LogsAtOnce)
 	require.Greater(t, source.most, 1, "the next logs are read ahead")
 }
 
@@ -399,7 +401,7 @@ func TestLogsErrors(t *testing.T) {
 // reading is stopped, as a container that keeps running does.
 type runningLog string
 
-func (l runningLog) Log(ctx context.Context, _, _ string, _ LogOptions) (io.ReadCloser, error) {
+func (l runningLog) Log(ctx context.Context, _, _ string, _ podwatch.LogOptions) (io.ReadCloser, error) {
 	r, w := io.Pipe()
 	go func() {
 		io.WriteString(w, string(l))
@@ -462,7 +464,7 @@ type brokenLog struct {
 	asked []string
 }
 
-func (b *brokenLog) Log(_ context.Context, _, _ string, o LogOptions) (io.ReadCloser, error) {
+func (b *brokenLog) Log(_ context.Context, _, _ string, o podwatch.LogOptions) (io.ReadCloser, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	since := ""

@@ -7,11 +7,16 @@ import (
 	"io"
 	"path"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/watch"
 	restclient "k8s.io/client-go/rest"
+
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 )
 
 // ObjectSource lists the objects of a resource one at a time, as the
@@ -112,4 +117,47 @@ func delim(dec *json.Decoder, d json.Delim) error {
 		return fmt.Errorf("reading a list: %v where %v was expected", t, d)
 	}
 	return nil
+}
+
+// objects lists and watches a resource with the dynamic client.
+func (c *Client) objects(resource schema.GroupVersionResource, namespace string) podwatch.ListWatch {
+	client := c.Dynamic.Resource(resource).Namespace(namespace)
+	return podwatch.ListWatch{
+		List: func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+			list, err := client.List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			out := make([]metav1.Object, len(list.Items))
+			for i := range list.Items {
+				out[i] = &list.Items[i]
+			}
+			return out, list.GetResourceVersion(), nil
+		},
+		Watch: client.Watch,
+	}
+}
+
+// podObjects lists and watches pods with the PodSource, as *corev1.Pod.
+func (c *Client) podObjects(namespace string) podwatch.ListWatch {
+	var lw podwatch.ListWatch
+	lw.Watch = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		return c.PodSource.Watch(ctx, namespace, opts)
+	}
+	lw.List = func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
+		list, err := c.listPods(ctx, namespace, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		out := make([]metav1.Object, len(list.Items))
+		for i := range list.Items {
+			out[i] = &list.Items[i]
+		}
+		return out, list.ResourceVersion, nil
+	}
+	lw.Typed = func(obj *unstructured.Unstructured) (metav1.Object, error) {
+		pod := &corev1.Pod{}
+		return pod, runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod)
+	}
+	return lw
 }

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 )
 
 // Output is the last line a running job's pod of rank 0 wrote, and when
@@ -51,7 +53,7 @@ func (c *Client) lastOutput(ctx context.Context, obj *unstructured.Unstructured,
 			return nil
 		}
 		one, limit := int64(1), int64(outputLineBytes)
-		rc, err := c.LogSource.Log(ctx, pod.Namespace, pod.Name, LogOptions{Container: container, TailLines: &one, Timestamps: true, LimitBytes: &limit})
+		rc, err := c.LogSource.Log(ctx, pod.Namespace, pod.Name, podwatch.LogOptions{Container: container, TailLines: &one, Timestamps: true, LimitBytes: &limit})
 		if err != nil {
 			return nil
 		}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
@@ -44,7 +45,7 @@ func (c *Client) setupErrors(ctx context.Context, pod *corev1.Pod, container, me
 		return
 	}
 	limit := int64(setupBytes)
-	rc, err := c.LogSource.Log(ctx, pod.Namespace, pod.Name, LogOptions{Container: container, Follow: follow, LimitBytes: &limit})
+	rc, err := c.LogSource.Log(ctx, pod.Namespace, pod.Name, podwatch.LogOptions{Container: container, Follow: follow, LimitBytes: &limit})
 	if err != nil {
 		return
 	}

@@ -1,4 +1,12 @@
-package cluster
+// Package podwatch is what the generator reads of a job's pods, and how: a
+// mirror of the objects a list and a watch select (the pods of a job, the
+// Warning events of its namespace), kept up through the watch's ends and
+// the cluster's outages; and the logs of their containers, read each
+// whole in turn, or followed across restarts and outages without a line
+// lost or said twice. What to read, and when (which pods, which
+// containers, what a follower notices of them), is the cluster package's:
+// it knows the kinds of job; this package knows the API server.
+package podwatch
 
 import (
 	"context"
@@ -14,82 +22,37 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// listWatch lists and watches objects of one resource in one namespace;
-// typed, when not nil, reads the objects of a watch's events that come
-// unstructured as list gives them (a fake PodSource's).
-type listWatch struct {
-	list  func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error)
-	watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
-	typed func(*unstructured.Unstructured) (metav1.Object, error)
+// ListWatch lists and watches objects of one resource in one namespace;
+// Typed, when not nil, reads the objects of a watch's events that come
+// unstructured as List gives them (a fake pod source's).
+type ListWatch struct {
+	List  func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error)
+	Watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Typed func(*unstructured.Unstructured) (metav1.Object, error)
 }
 
-// objects lists and watches a resource with the dynamic client.
-func (c *Client) objects(resource schema.GroupVersionResource, namespace string) listWatch {
-	client := c.Dynamic.Resource(resource).Namespace(namespace)
-	return listWatch{
-		list: func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
-			list, err := client.List(ctx, opts)
-			if err != nil {
-				return nil, "", err
-			}
-			out := make([]metav1.Object, len(list.Items))
-			for i := range list.Items {
-				out[i] = &list.Items[i]
-			}
-			return out, list.GetResourceVersion(), nil
-		},
-		watch: client.Watch,
-	}
-}
-
-// podObjects lists and watches pods with the PodSource, as *corev1.Pod.
-func (c *Client) podObjects(namespace string) listWatch {
-	var lw listWatch
-	lw.watch = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		return c.PodSource.Watch(ctx, namespace, opts)
-	}
-	lw.list = func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error) {
-		list, err := c.listPods(ctx, namespace, opts)
-		if err != nil {
-			return nil, "", err
-		}
-		out := make([]metav1.Object, len(list.Items))
-		for i := range list.Items {
-			out[i] = &list.Items[i]
-		}
-		return out, list.ResourceVersion, nil
-	}
-	lw.typed = func(obj *unstructured.Unstructured) (metav1.Object, error) {
-		pod := &corev1.Pod{}
-		return pod, runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod)
-	}
-	return lw
-}
-
-// mirror keeps the objects that a list and a watch select in a namespace
-// as the cluster has them (by name), and hands each change on: it lists them, then watches them
-// from that list, opening the watch again from the last version seen when
-// it ends (the client's request timeout, the API server's own), and
-// listing them again when that version is gone. A follower reads a job's
-// pods from it instead of listing them every few seconds, and notices its
-// failures in its changes.
-type mirror struct {
-	lw   listWatch
+// Mirror keeps the objects that a list and a watch select in a namespace
+// as the cluster has them (by name), and hands each change on: it lists
+// them, then watches them from that list, opening the watch again from the
+// last version seen when it ends (the client's request timeout, the API
+// server's own), and listing them again when that version is gone. A
+// follower reads a job's pods from it instead of listing them every few
+// seconds, and notices its failures in its changes.
+type Mirror struct {
+	lw   ListWatch
 	opts metav1.ListOptions
 	// keep selects the objects kept; the others are taken for deleted.
 	keep func(metav1.Object) bool
 	// changes, when not nil, receives each object listed, changed or
 	// deleted, in order; handed, when not nil, counts the changes handed
 	// on and not yet taken in (the receiver counts them down).
-	changes chan change
+	changes chan Change
 	handed  *atomic.Int64
 	// asks are the readers' questions to the goroutine that keeps it (see
-	// now).
+	// Now).
 	asks chan chan []metav1.Object
 
 	mu      sync.Mutex
@@ -97,11 +60,20 @@ type mirror struct {
 	synced  bool
 }
 
-// change is an object of a mirror listed or changed, or deleted; one
+// NewMirror is a mirror of the objects that lw lists and watches with
+// opts, those keep keeps (nil: all). changes, when not nil, receives each
+// object listed, changed or deleted, in order; handed, when not nil,
+// counts the changes handed on and not yet taken in (the receiver counts
+// them down).
+func NewMirror(lw ListWatch, opts metav1.ListOptions, keep func(metav1.Object) bool, changes chan Change, handed *atomic.Int64) *Mirror {
+	return &Mirror{lw: lw, opts: opts, keep: keep, changes: changes, handed: handed}
+}
+
+// Change is an object of a mirror listed or changed, or deleted; one
 // without an object says that the objects were all listed.
-type change struct {
-	deleted bool
-	obj     metav1.Object
+type Change struct {
+	Deleted bool
+	Obj     metav1.Object
 }
 
 // maxMirrorRetry is the longest a mirror waits before it lists again what
@@ -121,8 +93,8 @@ type started struct {
 }
 
 // begin lists the objects and opens their watch from that list.
-func (m *mirror) begin(ctx context.Context) (*started, error) {
-	items, version, err := m.lw.list(ctx, m.opts)
+func (m *Mirror) begin(ctx context.Context) (*started, error) {
+	items, version, err := m.lw.List(ctx, m.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +106,10 @@ func (m *mirror) begin(ctx context.Context) (*started, error) {
 }
 
 // open opens the watch from a version; errRelist when it is gone.
-func (m *mirror) open(ctx context.Context, version string) (watch.Interface, error) {
+func (m *Mirror) open(ctx context.Context, version string) (watch.Interface, error) {
 	opts := m.opts
 	opts.ResourceVersion, opts.AllowWatchBookmarks = version, true
-	w, err := m.lw.watch(ctx, opts)
+	w, err := m.lw.Watch(ctx, opts)
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return nil, errRelist
 	}
@@ -148,7 +120,7 @@ func (m *mirror) open(ctx context.Context, version string) (watch.Interface, err
 // the background (run): what was listed is held once start has returned,
 // and whatever changes after is seen. The error is the list's or the
 // watch's.
-func (m *mirror) start(ctx context.Context, again func(error) bool) error {
+func (m *Mirror) Start(ctx context.Context, again func(error) bool) error {
 	m.asks = make(chan chan []metav1.Object)
 	s, err := m.begin(ctx)
 	if err != nil {
@@ -160,7 +132,7 @@ func (m *mirror) start(ctx context.Context, again func(error) bool) error {
 }
 
 // hold holds the objects listed, and gives those held before that are gone.
-func (m *mirror) hold(items []metav1.Object) map[string]metav1.Object {
+func (m *Mirror) hold(items []metav1.Object) map[string]metav1.Object {
 	listed := map[string]metav1.Object{}
 	for _, obj := range items {
 		if m.keep == nil || m.keep(obj) {
@@ -178,20 +150,26 @@ func (m *mirror) hold(items []metav1.Object) map[string]metav1.Object {
 }
 
 // byName is the object held of a name, if any.
-func (m *mirror) byName(name string) (metav1.Object, bool) {
+func (m *Mirror) ByName(name string) (metav1.Object, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	obj, ok := m.objects[name]
 	return obj, ok
 }
 
-// run keeps the mirror, from what start began (nil: it begins), until ctx
+// Run keeps the mirror until ctx ends (its error), or until an error that
+// again does not retry (that error), as run does from the start.
+func (m *Mirror) Run(ctx context.Context, again func(error) bool) error {
+	return m.run(ctx, again, nil)
+}
+
+// run keeps the mirror, from what Start began (nil: it begins), until ctx
 // ends (its error), or until an error that again does not retry (that
 // error); it retries the others after a second, and longer as they go on,
 // up to maxMirrorRetry: a follower back from an outage sees the pods as
 // they are within seconds, before their controller deletes those that
 // failed meanwhile.
-func (m *mirror) run(ctx context.Context, again func(error) bool, s *started) error {
+func (m *Mirror) run(ctx context.Context, again func(error) bool, s *started) error {
 	delay := time.Second
 	for {
 		var err error
@@ -224,20 +202,20 @@ func (m *mirror) run(ctx context.Context, again func(error) bool, s *started) er
 // keepUp hands on the objects listed and held (and each gone since the
 // last list), then takes in the watch's events, opening it again when it
 // ends, until an error.
-func (m *mirror) keepUp(ctx context.Context, s *started) error {
+func (m *Mirror) keepUp(ctx context.Context, s *started) error {
 	for _, obj := range s.gone {
-		if !m.hand(ctx, change{deleted: true, obj: obj}) {
+		if !m.hand(ctx, Change{Deleted: true, Obj: obj}) {
 			s.watch.Stop()
 			return ctx.Err()
 		}
 	}
 	for _, obj := range s.items {
-		if (m.keep == nil || m.keep(obj)) && !m.hand(ctx, change{obj: obj}) {
+		if (m.keep == nil || m.keep(obj)) && !m.hand(ctx, Change{Obj: obj}) {
 			s.watch.Stop()
 			return ctx.Err()
 		}
 	}
-	if !m.hand(ctx, change{}) {
+	if !m.hand(ctx, Change{}) {
 		s.watch.Stop()
 		return ctx.Err()
 	}
@@ -256,7 +234,7 @@ func (m *mirror) keepUp(ctx context.Context, s *started) error {
 // follow takes in a watch's events until it ends, answering the readers'
 // questions meanwhile, and gives the version seen last; the error is
 // errRelist when that version is gone, ctx's when it ended first.
-func (m *mirror) follow(ctx context.Context, w watch.Interface, version string) (string, error) {
+func (m *Mirror) follow(ctx context.Context, w watch.Interface, version string) (string, error) {
 	defer w.Stop()
 	for {
 		select {
@@ -289,7 +267,7 @@ func (m *mirror) follow(ctx context.Context, w watch.Interface, version string) 
 
 // take takes in an event of the watch (ok false when it ended), and keeps
 // its version.
-func (m *mirror) take(ctx context.Context, event watch.Event, ok bool, version *string) error {
+func (m *Mirror) take(ctx context.Context, event watch.Event, ok bool, version *string) error {
 	if !ok {
 		return nil
 	}
@@ -304,15 +282,15 @@ func (m *mirror) take(ctx context.Context, event watch.Event, ok bool, version *
 	if event.Type == watch.Bookmark {
 		return nil
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok && m.lw.typed != nil {
+	if u, ok := obj.(*unstructured.Unstructured); ok && m.lw.Typed != nil {
 		var err error
-		if obj, err = m.lw.typed(u); err != nil {
+		if obj, err = m.lw.Typed(u); err != nil {
 			return nil // not one of them
 		}
 	}
-	c := change{obj: obj, deleted: event.Type == watch.Deleted || m.keep != nil && !m.keep(obj)}
+	c := Change{Obj: obj, Deleted: event.Type == watch.Deleted || m.keep != nil && !m.keep(obj)}
 	m.mu.Lock()
-	if c.deleted {
+	if c.Deleted {
 		delete(m.objects, obj.GetName())
 	} else {
 		m.objects[obj.GetName()] = obj
@@ -325,7 +303,7 @@ func (m *mirror) take(ctx context.Context, event watch.Event, ok bool, version *
 }
 
 // hand hands a change on; false when ctx ended first.
-func (m *mirror) hand(ctx context.Context, c change) bool {
+func (m *Mirror) hand(ctx context.Context, c Change) bool {
 	if m.changes == nil {
 		return true
 	}
@@ -350,7 +328,7 @@ const askWait = time.Second
 
 // now are the objects the mirror holds once it has taken in every change
 // its watch has delivered, by name; false before it has listed them.
-func (m *mirror) now(ctx context.Context) ([]metav1.Object, bool) {
+func (m *Mirror) Now(ctx context.Context) ([]metav1.Object, bool) {
 	reply := make(chan []metav1.Object, 1)
 	select {
 	case m.asks <- reply:
@@ -367,20 +345,20 @@ func (m *mirror) now(ctx context.Context) ([]metav1.Object, bool) {
 
 // kept are the objects the mirror holds, by name, and whether it has
 // listed them yet.
-func (m *mirror) kept() ([]metav1.Object, bool) {
+func (m *Mirror) kept() ([]metav1.Object, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.sorted(), m.synced
 }
 
 // snapshot is kept's objects, for the goroutine that keeps the mirror.
-func (m *mirror) snapshot() []metav1.Object {
+func (m *Mirror) snapshot() []metav1.Object {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.sorted()
 }
 
-func (m *mirror) sorted() []metav1.Object {
+func (m *Mirror) sorted() []metav1.Object {
 	out := slices.Collect(maps.Values(m.objects))
 	slices.SortFunc(out, func(a, b metav1.Object) int { return strings.Compare(a.GetName(), b.GetName()) })
 	return out
@@ -389,10 +367,10 @@ func (m *mirror) sorted() []metav1.Object {
 // drain waits until none is left of the objects that opts select and that
 // stillThere keeps. It gives the objects left when it stops early, and
 // why: ctx's error, or the cluster's.
-func (lw listWatch) drain(ctx context.Context, opts metav1.ListOptions, stillThere func(metav1.Object) bool) ([]metav1.Object, error) {
+func (lw ListWatch) Drain(ctx context.Context, opts metav1.ListOptions, stillThere func(metav1.Object) bool) ([]metav1.Object, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := &mirror{lw: lw, opts: opts, keep: stillThere, changes: make(chan change)}
+	m := &Mirror{lw: lw, opts: opts, keep: stillThere, changes: make(chan Change)}
 	ended := make(chan error, 1)
 	go func() { ended <- m.run(ctx, func(error) bool { return false }, nil) }()
 	for {
@@ -409,7 +387,7 @@ func (lw listWatch) drain(ctx context.Context, opts metav1.ListOptions, stillThe
 }
 
 // podsIn are the pods among a mirror's objects.
-func podsIn(objects []metav1.Object) []corev1.Pod {
+func PodsIn(objects []metav1.Object) []corev1.Pod {
 	out := make([]corev1.Pod, 0, len(objects))
 	for _, obj := range objects {
 		if pod, ok := obj.(*corev1.Pod); ok {
