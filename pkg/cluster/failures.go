@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"regexp"
@@ -10,11 +9,8 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 	"github.com/torchwrap/generator/pkg/failure"
@@ -40,35 +36,6 @@ type Noticed struct {
 	Lost *Lost
 }
 
-// failures notices the failures of a job's pods while it is followed, each
-// once: it reads a failed container's last lines while its pod is there
-// (the AppWrapper controller deletes the pods of a failed attempt), keeps
-// the failure (Client.Keeper), and hands it to notice.
-type failures struct {
-	// client keeps the failures; pods is the cluster that holds the pods.
-	client, pods *Client
-	job          *reading
-	notice       func(Noticed)
-	// podMirror and warnings mirror the job's pods and the Warning events
-	// of its namespace, and hand their changes to podChanges and
-	// warningChanges.
-	podMirror, warnings        *podwatch.Mirror
-	podChanges, warningChanges chan podwatch.Change
-	// seen are the job's pods seen, by uid; attempts the attempt each pod
-	// failed in; noticed the keys of the failures noticed; scanned the
-	// containers whose logs are read for failed setup commands; busy
-	// counts the work under way: the changes of the mirrors not yet taken
-	// in, and those reads.
-	seen     map[types.UID]*corev1.Pod
-	attempts map[types.UID]int
-	noticed  map[string]bool
-	scanned  map[string]bool
-	busy     *atomic.Int64
-	// read counts the failures of each attempt whose log's last lines
-	// were read: when many pods fail at once, the first few say why.
-	read map[int]int
-}
-
 // reading is the job as its follower last read it, which the watch of its
 // failures reads too.
 type reading struct {
@@ -88,105 +55,31 @@ func (r *reading) get() *unstructured.Unstructured {
 	return r.obj
 }
 
-// watchFailures mirrors the pods of a job (as its follower last read it)
-// and the Warning events about them, on the cluster that holds them (on),
-// and then, until ctx ends, notices each failure they show: the pods are
-// listed before it returns, and watched from that list, so a pod that
-// fails once the follower has read the job is seen, however soon it is
-// deleted. It gives the mirror of the pods, which the follower reads them
-// from; nil when they cannot be listed (not allowed, say), and then it
-// notices nothing.
-//
-// It also reads the start of the log of each pod's training container, as
-// it starts, for the setup commands that failed there, which it notices
-// too. busy counts the work under way, so that a follower may wait for it
-// once the job has finished.
-func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), busy *atomic.Int64) *podwatch.Mirror {
-	obj := job.get()
-	k := kindOf(obj)
-	w := &failures{client: c, pods: on, job: job, notice: notice, seen: map[types.UID]*corev1.Pod{}, attempts: map[types.UID]int{}, noticed: map[string]bool{},
-		scanned: map[string]bool{}, busy: busy, read: map[int]int{}, podChanges: make(chan podwatch.Change, 64), warningChanges: make(chan podwatch.Change, 64)}
-	w.podMirror = podwatch.NewMirror(on.podObjects(obj.GetNamespace()), metav1.ListOptions{LabelSelector: k.selector(obj.GetName())},
-		func(pod metav1.Object) bool { return k.owns(obj, pod) }, w.podChanges, busy)
-	// Events are a help: the node controller says in them alone that a
-	// pod's node stopped answering.
-	w.warnings = podwatch.NewMirror(on.objects(events, obj.GetNamespace()), metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning},
-		nil, w.warningChanges, busy)
-	// What the user may not read is not asked again.
-	again := func(err error) bool { return !apierrors.IsForbidden(err) }
-	if w.podMirror.Start(ctx, again) != nil {
-		return nil
-	}
-	go w.warnings.Run(ctx, again)
-	go w.run(ctx)
-	return w.podMirror
+// watched is a followed job, as the watch of its pods' failures asks it
+// (podwatch.Job): its pods' places and attempts, as its follower last read
+// it; the failures kept (Client.Keeper) and handed to notice; and the
+// setup commands that failed, read from the start of the log of its pod of
+// rank 0 as its training container starts, on the cluster that holds its
+// pods.
+type watched struct {
+	client, pods *Client
+	job          *reading
+	notice       func(Noticed)
+	// scanned are the containers whose logs are read for failed setup
+	// commands; busy counts those reads under way.
+	scanned map[string]bool
+	busy    *atomic.Int64
 }
 
-func (w *failures) run(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			// What was handed on and will not be taken in is not under way.
-			w.busy.Add(-int64(len(w.podChanges) + len(w.warningChanges)))
-			return
-		case c := <-w.podChanges:
-			w.podChanged(ctx, c)
-			w.busy.Add(-1)
-		case c := <-w.warningChanges:
-			// A warning is about a pod: the pods' changes at hand are read
-			// first, so that a pod told of by both is known by then.
-		pending:
-			for {
-				select {
-				case p := <-w.podChanges:
-					w.podChanged(ctx, p)
-					w.busy.Add(-1)
-				default:
-					break pending
-				}
-			}
-			w.warning(ctx, c)
-			w.busy.Add(-1)
-		}
-	}
+func (w *watched) Member(pod *corev1.Pod) string { return memberOf(w.job.get(), pod) }
+
+func (w *watched) Attempt() int { return attempt(w.job.get()) }
+
+func (w *watched) Failed(attempt int, f failure.Failure) {
+	w.notice(w.client.keep(w.job.get(), attempt, f))
 }
 
-// warning takes in a change of the Warning events of the job's namespace.
-func (w *failures) warning(ctx context.Context, c podwatch.Change) {
-	var e corev1.Event
-	obj, ok := c.Obj.(*unstructured.Unstructured)
-	if !ok || c.Deleted || runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &e) != nil || e.InvolvedObject.Kind != "Pod" {
-		return
-	}
-	pod, ours := w.seen[e.InvolvedObject.UID]
-	if !ours {
-		// Held, its change not taken in yet.
-		held, ok := w.podMirror.ByName(e.InvolvedObject.Name)
-		pod, ours = held.(*corev1.Pod)
-		ours = ok && ours && pod.UID == e.InvolvedObject.UID
-	}
-	if !ours {
-		return
-	}
-	if f, ok := failure.FromEvent(&e, pod, w.member(pod)); ok {
-		w.add(ctx, pod, f)
-	}
-}
-
-// podChanged takes in a change of the job's pods.
-func (w *failures) podChanged(ctx context.Context, c podwatch.Change) {
-	if pod, ok := c.Obj.(*corev1.Pod); ok && !c.Deleted {
-		w.seen[pod.UID] = pod
-		w.pod(ctx, pod)
-	}
-}
-
-// pod notices the failures a pod shows, and once its training container
-// has started, the setup commands that fail in it.
-func (w *failures) pod(ctx context.Context, pod *corev1.Pod) {
-	for _, f := range failure.FromPod(pod, w.member(pod)) {
-		w.add(ctx, pod, f)
-	}
+func (w *watched) Changed(ctx context.Context, pod *corev1.Pod) {
 	obj := w.job.get()
 	sc, ok := scanOf(obj, pod)
 	key := fmt.Sprintf("%s/%s/%d", pod.UID, sc.container, sc.status.RestartCount)
@@ -204,25 +97,23 @@ func (w *failures) pod(ctx context.Context, pod *corev1.Pod) {
 	}()
 }
 
-func (w *failures) member(pod *corev1.Pod) string { return memberOf(w.job.get(), pod) }
-
-// add notices a failure of a pod, unless it was noticed already: with the
-// last lines of its container's log, while they can be read, and kept.
-func (w *failures) add(ctx context.Context, pod *corev1.Pod, f failure.Failure) {
-	if w.noticed[f.Key] {
-		return
-	}
-	w.noticed[f.Key] = true
-	obj := w.job.get()
-	if _, ok := w.attempts[pod.UID]; !ok {
-		w.attempts[pod.UID] = attempt(obj)
-	}
-	number := w.attempts[pod.UID]
-	if f.ExitCode != nil && w.read[number] < failure.WithLines {
-		w.read[number]++
-		w.pods.readLines(ctx, pod, &f)
-	}
-	w.notice(w.client.keep(obj, number, f))
+// watchFailures notices the failures of a job's pods (as its follower last
+// read it), on the cluster that holds them (on), until ctx ends, and the
+// setup commands that failed there (podwatch.WatchFailures). It gives the
+// mirror of the pods, which the follower reads them from; nil when they
+// cannot be listed. busy counts the work under way, so that a follower may
+// wait for it once the job has finished.
+func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), busy *atomic.Int64) *podwatch.Mirror {
+	obj := job.get()
+	k := kindOf(obj)
+	return podwatch.WatchFailures(ctx, podwatch.Watch{
+		Pods:     on.podObjects(obj.GetNamespace()),
+		Opts:     metav1.ListOptions{LabelSelector: k.selector(obj.GetName())},
+		Owns:     func(pod metav1.Object) bool { return k.owns(obj, pod) },
+		Warnings: on.objects(events, obj.GetNamespace()),
+		Logs:     on.LogSource,
+		Busy:     busy,
+	}, &watched{client: c, pods: on, job: job, notice: notice, scanned: map[string]bool{}, busy: busy})
 }
 
 // attempt is the run a job is in: 1, then one more at each retry; during
@@ -265,32 +156,6 @@ func (c *Client) keep(obj *unstructured.Unstructured, attempt int, failures ...f
 // storyOf names a job's story in the Keeper.
 func storyOf(c *Client, obj *unstructured.Unstructured) failure.Job {
 	return failure.Job{Cluster: c.Server, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID())}
-}
-
-// readLines reads the last lines of a failed container's log, while its pod
-// is there: more than the termination message keeps (2 KiB at most), and
-// there is none unless terminationMessagePolicy is FallbackToLogsOnError.
-// The termination message stays when the log cannot be read.
-func (c *Client) readLines(ctx context.Context, pod *corev1.Pod, f *failure.Failure) {
-	if c.LogSource == nil {
-		return
-	}
-	status, ok := containerStatus(pod, f.Container)
-	n := int64(failure.CauseLines)
-	rc, err := c.LogSource.Log(ctx, pod.Namespace, pod.Name, podwatch.LogOptions{Container: f.Container, TailLines: &n, Previous: ok && status.RestartCount > f.Restart})
-	if err != nil {
-		return
-	}
-	defer rc.Close()
-	var lines []string
-	scanner := bufio.NewScanner(rc)
-	scanner.Buffer(make([]byte, 64*1024), 1024*1024)
-	for scanner.Scan() {
-		lines = append(lines, scanner.Text())
-	}
-	if len(lines) >= len(f.Lines) {
-		f.SetLines(lines)
-	}
 }
 
 // preemptedBy reads the workload that Kueue's message says preempted the

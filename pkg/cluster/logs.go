@@ -282,7 +282,7 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 			name = k.trainingContainer(obj.Object, pod)
 		}
 		c := podwatch.Container[Member]{Pod: pod.Name, Name: name, Label: label, Tag: m}
-		status, ok := containerStatus(pod, name)
+		status, ok := podwatch.ContainerStatus(pod, name)
 		switch {
 		case !ok && !hasContainer(pod, name):
 			return fmt.Errorf("pod %s of the %s has no container %s; its containers: %s", pod.Name, f.req.Ref, name, strings.Join(containerNames(pod), ", "))
@@ -346,17 +346,6 @@ func (f *follower) unreadable(on *Client) func(error) error {
 		}
 		return nil
 	}
-}
-
-// containerStatus is the status of a pod's container or init container of
-// that name; false when it has none yet.
-func containerStatus(pod *corev1.Pod, name string) (corev1.ContainerStatus, bool) {
-	for _, c := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
-		if c.Name == name {
-			return c, true
-		}
-	}
-	return corev1.ContainerStatus{}, false
 }
 
 func hasContainer(pod *corev1.Pod, name string) bool {

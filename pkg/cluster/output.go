@@ -49,7 +49,7 @@ func (c *Client) lastOutput(ctx context.Context, obj *unstructured.Unstructured,
 			continue
 		}
 		container := k.trainingContainer(obj.Object, pod)
-		if status, ok := containerStatus(pod, container); !ok || status.State.Running == nil {
+		if status, ok := podwatch.ContainerStatus(pod, container); !ok || status.State.Running == nil {
 			return nil
 		}
 		one, limit := int64(1), int64(outputLineBytes)

@@ -94,7 +94,7 @@ func scanOf(obj *unstructured.Unstructured, pod *corev1.Pod) (scan, bool) {
 		return scan{}, false
 	}
 	name := k.trainingContainer(obj.Object, pod)
-	status, ok := containerStatus(pod, name)
+	status, ok := podwatch.ContainerStatus(pod, name)
 	launch, isLaunch := launchOf(pod, name)
 	if !ok || !isLaunch || status.State.Running == nil && status.State.Terminated == nil {
 		return scan{}, false
