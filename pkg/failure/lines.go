@@ -74,8 +74,10 @@ var (
 	pidField = regexp.MustCompile(`\(pid: (\d+)\)`)
 	// A line that is no part of an error's message: a log record (glog's
 	// W1128 07:55:33.952000 ..., bracketed or not; Python logging's
-	// ERROR:torch...), or a traceback's start.
-	notMessage = regexp.MustCompile(`^(\[?[DIWEF]\d{4} \d\d:|(DEBUG|INFO|WARNING|ERROR|CRITICAL):|Traceback |During handling |The above exception |\[|=+$|-+$)`)
+	// ERROR:torch...), or a line of a traceback (its start, a frame's
+	// File line, its code, indented by four), which another process may
+	// write amid the message where torchrun does not prefix their lines.
+	notMessage = regexp.MustCompile(`^(\[?[DIWEF]\d{4} \d\d:|(DEBUG|INFO|WARNING|ERROR|CRITICAL):|Traceback |During handling |The above exception |\[|=+$|-+$|\s+File "| {4})`)
 	// PyTorch's and NCCL's words of advice in an error's message, which
 	// every error of its kind repeats: left out of the message told.
 	advice = regexp.MustCompile(`^(CUDA kernel errors might be asynchronously reported|For debugging consider passing CUDA_LAUNCH_BLOCKING|Compile with .TORCH_USE_CUDA_DSA.|nccl[A-Z]\w*: )`)
@@ -245,6 +247,14 @@ func Read(lines []string) Cause {
 			entry.read(line)
 		}
 	}
+	c.choose(root, others, stopped, errs)
+	return c
+}
+
+// choose sets the cause from what Read read: torchrun's root cause
+// (root), the other processes of its summary, those it stopped itself
+// (by pid), and the errors of the processes' own, the first first.
+func (c *Cause) choose(root *summaryEntry, others []summaryEntry, stopped map[string]bool, errs []message) {
 	// A failure of torchrun's own, once its workers had failed, is the
 	// ChildFailedError above; the last one before it is not.
 	if root != nil || len(errs) > 0 {
@@ -266,7 +276,6 @@ func Read(lines []string) Cause {
 	if c.Signal != "" {
 		c.ExitCode = nil
 	}
-	return c
 }
 
 // killedOther is the process that likely failed first when the one

@@ -105,6 +105,16 @@ func TestReadLines(t *testing.T) {
 		"RuntimeError: boom",
 		"W1128 07:55:33.952000 501 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 522 closing signal SIGTERM",
 	}))
+	// Without torchrun's prefixes (torch 1.13), another process's
+	// traceback may come amid the message: its lines are no part of it.
+	require.Equal(t, Cause{Error: "RuntimeError: rank 2: the loss is NaN", More: []string{"at step 0, batch 0"}}, Read([]string{
+		"Traceback (most recent call last):",
+		`  File "/tmp/programs/allreduce.py", line 82, in <module>`,
+		"RuntimeError: rank 2: the loss is NaN",
+		"  at step 0, batch 0",
+		`  File "/tmp/programs/allreduce.py", line 82, in <module>`,
+		`    check(float("nan"))`,
+	}))
 	// bash's words, and a program that is not there.
 	require.Equal(t, Cause{Shell: "sh: line 4: torchrun: command not found"}, Read([]string{"sh: line 4: torchrun: command not found"}))
 	require.True(t, Read(nil).Empty())
