@@ -306,6 +306,17 @@ func (s *sim) waitFor(t *testing.T, namespace, what string, timeout time.Duratio
 	}
 }
 
+// workloadFinished waits until the Workload of a job that has finished
+// was admitted and is Finished: Kueue marks it a moment after the job's
+// controller says the job ended.
+func (s *sim) workloadFinished(t *testing.T, namespace, name string) {
+	t.Helper()
+	s.waitFor(t, namespace, "the Workload of "+name+" admitted and Finished", 30*time.Second, func() bool {
+		w := s.workloads(t, namespace)[name]
+		return w.admitted && w.finished
+	})
+}
+
 // appWrapperPhase is an AppWrapper's status.phase.
 func (s *sim) appWrapperPhase(t *testing.T, namespace, name string) string {
 	t.Helper()
@@ -373,8 +384,7 @@ func (s *sim) examples(t *testing.T) {
 			name := obj["metadata"].(map[string]any)["name"].(string)
 			defer kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
 			ended := func(what string) {
-				w := s.workloads(t, namespace)[name]
-				require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
+				s.workloadFinished(t, namespace, name)
 				t.Logf("%s: %s in %s", name, what, time.Since(start).Round(time.Millisecond))
 			}
 
@@ -936,8 +946,7 @@ func (s *sim) jobSet(t *testing.T) {
 	s.submit(t, manifest)
 	defer kubectl(t, s.cluster, manifest, "delete", "--wait=true", "-f", "-")
 	s.waitPhase(t, namespace, name, "Succeeded", 2*time.Minute)
-	w := s.workloads(t, namespace)[name]
-	require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
+	s.workloadFinished(t, namespace, name)
 	all, master := s.jobSetPods(t, namespace, name, pods)
 	for _, p := range all {
 		seesTorchrun(t, p, p.Spec.Containers[0], pods, master)
@@ -960,8 +969,7 @@ func (s *sim) trainJob(t *testing.T) {
 		out := kubectl(t, s.cluster, nil, "get", "trainjob", name, "-n", namespace, "-o", `jsonpath={.status.conditions[?(@.type=="Complete")].status}`)
 		return out == "True"
 	})
-	w := s.workloads(t, namespace)[name]
-	require.True(t, w.admitted && w.finished, "the Workload of %s was admitted and is Finished: %+v", name, w)
+	s.workloadFinished(t, namespace, name)
 	all, master := s.jobSetPods(t, namespace, name, nodes)
 	for _, p := range all {
 		var c container
