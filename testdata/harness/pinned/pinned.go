@@ -93,7 +93,11 @@ func buildOne(module, out string, p Program, logf func(string, ...any)) error {
 	if err := os.Rename(tmp, out); err != nil {
 		return err
 	}
-	logf("built %s in %s", out, time.Since(start).Round(time.Second))
+	// The processor time is go build's and that of the compiles and the
+	// link it ran, which it waited for.
+	state := cmd.ProcessState
+	logf("built %s in %s (%s of processor time: %s user, %s system)", out, time.Since(start).Round(time.Second),
+		(state.UserTime() + state.SystemTime()).Round(time.Second), state.UserTime().Round(time.Second), state.SystemTime().Round(time.Second))
 	return nil
 }
 
