@@ -64,8 +64,10 @@ e2e-local: sim-deps
 ## scheduling), AppWrapper, the training operator, JobSet and Kubeflow Trainer
 ## v2, all built from Go modules pinned in testdata/e2e (the first run builds
 ## them: about 35 minutes on two cores; later runs reuse them)
+## (-parallel: the scenarios wait on the cluster far more than they compute,
+## and all of them run at once, not only as many as the machine has cores)
 e2e-cluster: sim-deps
-	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 80m -v -run '^TestSimulatedCluster$$' ./e2e/
+	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 80m -parallel 16 -v -run '^TestSimulatedCluster$$' ./e2e/
 
 ## sim-cluster: the simulated cluster of make e2e-cluster, by hand, with the
 ## same controllers, queues and nodes: prints the admin's kubeconfig file as

@@ -55,6 +55,7 @@ podAnnotations:
 // job has failed and its pods are gone, status tells the same from what it
 // kept.
 func (s *sim) cascade(t *testing.T) {
+	// The node is the last one, of e2e.SideRack.
 	const namespace, name, pods, node = "sim-cascade", "cascade", 64, "gpu-node-15"
 	s.ensureQueue(t, namespace, "default-queue")
 	dir := t.TempDir()

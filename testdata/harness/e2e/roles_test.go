@@ -63,7 +63,7 @@ var roleSteps = []roleStep{
 	// those whose PyTorchJob its user may not create.
 	{[]string{"check", "-f", "SETTINGS"}, "check", [4]int{0, 0, 1, 0}},
 	{[]string{"submit", "-f", "SETTINGS"}, "submit", [4]int{0, 0, 1, 0}},
-	// RUNNING: the job runs (the administrator waits for it).
+	// RUNNING: the job runs (the administrator waits for its pod).
 	{[]string{"status", "JOB"}, "status", [4]int{0, 0, 0, 0}},
 	{[]string{"status", "JOB", "-o", "json"}, "status", [4]int{0, 0, 0, 0}},
 	{[]string{"list"}, "list", [4]int{0, 0, 0, 0}},
@@ -145,9 +145,11 @@ numCpusPerPod: 100m
 numGpusPerPod: 1
 totalMemoryPerPod: 128Mi
 mainProgram: train.py
+nodeSelector:
+  %s: %s
 podAnnotations:
   sim.torchwrap.dev/run-for: %s
-`, name, runFor)), 0o644))
+`, name, e2e.RackLabel, e2e.SideRack, runFor)), 0o644))
 		return file
 	}
 	job, short := "long-"+role.name, "short-"+role.name
@@ -209,6 +211,13 @@ environmentVariables:
 				name = short
 			}
 			s.waitFor(t, ns, name+" admitted", 2*time.Minute, func() bool { return s.workloads(t, ns)[name].admitted })
+			if name == job {
+				// RUNNING: its pod runs, for the commands after (logs).
+				s.waitFor(t, ns, name+"'s pod running", 2*time.Minute, func() bool {
+					return kubectl(t, s.cluster, nil, "get", "pods", "-n", ns, "-l", "training.kubeflow.org/job-name="+name,
+						"--field-selector", "status.phase=Running", "-o", "name") != ""
+				})
+			}
 		case "stop":
 			want := r.code != 0 // a refused stop leaves the job holding its quota
 			s.waitFor(t, ns, fmt.Sprintf("%s admitted: %t", job, want), time.Minute, func() bool { return s.workloads(t, ns)[job].admitted == want })

@@ -150,27 +150,38 @@ func (s *sim) processJob(t *testing.T, name string, args ...string) result {
 	return r
 }
 
-// processNodes runs the scenarios on the process nodes, in turn, but for the
-// two jobs that run at once.
+// processNodes runs the scenarios on the process nodes, in two sequences at
+// once: most in turn (but for the two jobs that run at once), and beside
+// them those whose jobs fail, which mostly wait for the AppWrapper
+// controller to look at the failed pods (once a minute), and the
+// workspace's; then it lists them all.
 func (s *sim) processNodes(t *testing.T) {
 	ensureNamespace(t, s.cluster, runNamespace)
 	s.ensureQueue(t, runNamespace, e2e.ProcessQueue)
 	require.NoError(t, s.cluster.ProgramsClaim(runNamespace))
 
-	t.Run("pytorchjob", s.runPyTorchJob)
-	t.Run("elastic", s.runElastic)
-	t.Run("jobset", s.runJobSet)
-	t.Run("trainjob", s.runTrainJob)
-	t.Run("local", s.runHereAndThere)
-	t.Run("setup-and-env", s.runSetupAndEnv)
-	t.Run("failure", s.runFailure)
-	t.Run("exception", s.runException)
-	t.Run("setup-fails", s.runSetupFails)
-	t.Run("setup-goes-on", s.runSetupGoesOn)
-	t.Run("deleted-pod", s.runDeletedPod)
-	t.Run("workspace", s.runWorkspace)
-	t.Run("t9k", s.runT9k)
-	t.Run("lifecycle", s.runLifecycle)
+	t.Run("jobs", func(t *testing.T) {
+		t.Run("in-turn", func(t *testing.T) {
+			t.Parallel()
+			t.Run("pytorchjob", s.runPyTorchJob)
+			t.Run("elastic", s.runElastic)
+			t.Run("jobset", s.runJobSet)
+			t.Run("trainjob", s.runTrainJob)
+			t.Run("local", s.runHereAndThere)
+			t.Run("setup-and-env", s.runSetupAndEnv)
+			t.Run("setup-fails", s.runSetupFails)
+			t.Run("setup-goes-on", s.runSetupGoesOn)
+			t.Run("deleted-pod", s.runDeletedPod)
+			t.Run("t9k", s.runT9k)
+			t.Run("lifecycle", s.runLifecycle)
+		})
+		t.Run("beside", func(t *testing.T) {
+			t.Parallel()
+			t.Run("failure", s.runFailure)
+			t.Run("exception", s.runException)
+			t.Run("workspace", s.runWorkspace)
+		})
+	})
 	t.Run("list", s.listRun)
 }
 

@@ -48,9 +48,12 @@ func TestSimulatedCluster(t *testing.T) {
 	require.NoError(t, err)
 	s := &sim{cluster: cluster, generator: cases.BuildGenerator(t), researcher: researcher, hostNetwork: network, cache: t.TempDir()}
 
-	// The fault-tolerance cases take longest (AppWrapper looks at the pods of
-	// a running job once a minute), in parallel with the others, which run in
-	// turn: the quota and priority cases share small-cq.
+	// The scenarios run at once (make e2e-cluster gives go test -parallel
+	// enough for all), but those of in-turn, which run in turn: the quota
+	// and priority cases share small-cq, and the topology cases need a rack
+	// free (the others' pods on the fake nodes go to e2e.SideRack).
+	// MultiKueue (a manager cluster of its own, and the process nodes as its
+	// worker) and GitOps (the process nodes) share nothing else.
 	t.Run("scenarios", func(t *testing.T) {
 		t.Run("fault-tolerance", func(t *testing.T) {
 			t.Parallel()
@@ -68,6 +71,14 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Parallel()
 			s.cascade(t)
 		})
+		t.Run("multikueue", func(t *testing.T) {
+			t.Parallel()
+			s.multiKueue(t)
+		})
+		t.Run("gitops", func(t *testing.T) {
+			t.Parallel()
+			s.gitops(t)
+		})
 		t.Run("in-turn", func(t *testing.T) {
 			t.Parallel()
 			t.Run("webhooks", s.webhooks)
@@ -82,10 +93,8 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("trainjob", s.trainJob)
 			t.Run("topology", s.topology)
 			t.Run("accelerators", s.accelerators)
-			t.Run("multikueue", s.multiKueue)
 			t.Run("scale", s.scale)
 			t.Run("health", s.health)
-			t.Run("gitops", s.gitops)
 		})
 	})
 	// Alone, once the others are done: the cluster's profile binds every
@@ -742,10 +751,12 @@ func (s *sim) quota(t *testing.T) {
 // terminalExitCodes, or one outside retryableExitCodes, fails it at once.
 func (s *sim) faultTolerance(t *testing.T) {
 	const namespace = "sim-faults"
-	// One GPU a pod, to leave the others to the jobs of the other scenarios.
-	// The pods fail 100 ms after they start: the AppWrapper controller looks
-	// at the pods every 5 s until they all run, then once a minute.
+	// One GPU a pod, in e2e.SideRack, to leave the others to the jobs of the
+	// other scenarios. The pods fail 100 ms after they start: the AppWrapper
+	// controller looks at the pods every 5 s until they all run, then once a
+	// minute.
 	fast := append([]string{"--set", "namespace=" + namespace, "--set", "numPods=2", "--set", "numGpusPerPod=1",
+		"--set", "nodeSelector." + strings.ReplaceAll(e2e.RackLabel, ".", `\.`) + "=" + e2e.SideRack,
 		"--set", "failureGracePeriodDuration=1s", "--set", "retryPausePeriodDuration=1s"}, runFor("100ms")...)
 	scenarios := []struct {
 		name    string

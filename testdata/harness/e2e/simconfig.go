@@ -341,6 +341,12 @@ const (
 	SimRackNodes = SimNodes / (SimBlocks * SimRacksPerBlock)
 )
 
+// SideRack is the last rack of the fake nodes (its last node is
+// gpu-node-15), where the scenarios that run beside the topology scenarios
+// put their pods: those need a whole rack free, with the GPUs of all its
+// nodes.
+var SideRack = fmt.Sprintf("rack-%d", SimBlocks*SimRacksPerBlock-1)
+
 // simObjects are the cluster's fixed objects before the controllers start:
 // their namespaces; the priorityClasses; and the fake GPU nodes, in blocks
 // and racks.

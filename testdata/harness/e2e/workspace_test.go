@@ -55,11 +55,19 @@ func (s *sim) runWorkspace(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 	}
+	// What the scenario's jobs made, whose names begin with "workspace",
+	// in a namespace where the other scenarios' jobs come and go meanwhile.
 	carried := func() []string {
-		return strings.Fields(kubectl(t, s.cluster, nil, "get", "configmaps", "-A", "-l", "torchwrap.dev/workspace-of", "-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\n"}{end}`))
+		return strings.Fields(kubectl(t, s.cluster, nil, "get", "configmaps", "-n", runNamespace, "-l", "torchwrap.dev/workspace-of", "-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{"\n"}{end}`))
 	}
 	everything := func() string {
-		return kubectl(t, s.cluster, nil, "get", "configmaps,appwrappers,pytorchjobs,jobsets,trainjobs,pods", "-n", runNamespace, "-o", "name")
+		var ours []string
+		for _, object := range strings.Fields(kubectl(t, s.cluster, nil, "get", "configmaps,appwrappers,pytorchjobs,jobsets,trainjobs,pods", "-n", runNamespace, "-o", "name")) {
+			if _, name, _ := strings.Cut(object, "/"); strings.HasPrefix(name, "workspace") {
+				ours = append(ours, object)
+			}
+		}
+		return strings.Join(ours, "\n")
 	}
 	before := everything()
 	require.Empty(t, carried(), "no workspace before the scenario")
@@ -116,7 +124,7 @@ func (s *sim) runWorkspace(t *testing.T) {
 	r = s.generate(t, folder, "delete", name, "-n", runNamespace, "--kubeconfig", "ADMIN")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Empty(t, carried(), "after delete")
-	require.Equal(t, before, everything(), "every object of the namespace, before and after")
+	require.Equal(t, before, everything(), "every object of the scenario's jobs, before and after")
 
 	// Deleted by another means, the job's workspace goes with it.
 	const other = "workspace-gc"
@@ -156,7 +164,7 @@ func (s *sim) runWorkspace(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "has symbolic links that point outside it, which the pods would not have: shared.py -> /")
 	// The pods of workspace-gc go after it, as the collector gets to them.
-	s.waitFor(t, runNamespace, "every object of the namespace as before the scenario, none made for the refused jobs", time.Minute, func() bool { return everything() == before })
+	s.waitFor(t, runNamespace, "every object of the scenario's jobs as before it, none made for the refused jobs", time.Minute, func() bool { return everything() == before })
 }
 
 // workspaceLines are the lines of the workspace's program and of its
