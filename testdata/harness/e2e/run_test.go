@@ -161,8 +161,7 @@ func (s *sim) processNodes(t *testing.T) {
 	require.NoError(t, s.cluster.ProgramsClaim(runNamespace))
 
 	t.Run("jobs", func(t *testing.T) {
-		t.Run("in-turn", func(t *testing.T) {
-			t.Parallel()
+		t.Run("in-turn", inParallel(func(t *testing.T) {
 			t.Run("pytorchjob", s.runPyTorchJob)
 			t.Run("elastic", s.runElastic)
 			t.Run("jobset", s.runJobSet)
@@ -174,13 +173,12 @@ func (s *sim) processNodes(t *testing.T) {
 			t.Run("deleted-pod", s.runDeletedPod)
 			t.Run("t9k", s.runT9k)
 			t.Run("lifecycle", s.runLifecycle)
-		})
-		t.Run("beside", func(t *testing.T) {
-			t.Parallel()
+		}))
+		t.Run("beside", inParallel(func(t *testing.T) {
 			t.Run("failure", s.runFailure)
 			t.Run("exception", s.runException)
 			t.Run("workspace", s.runWorkspace)
-		})
+		}))
 	})
 	t.Run("list", s.listRun)
 }

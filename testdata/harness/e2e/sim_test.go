@@ -55,32 +55,13 @@ func TestSimulatedCluster(t *testing.T) {
 	// MultiKueue (a manager cluster of its own, and the process nodes as its
 	// worker) and GitOps (the process nodes) share nothing else.
 	t.Run("scenarios", func(t *testing.T) {
-		t.Run("fault-tolerance", func(t *testing.T) {
-			t.Parallel()
-			s.faultTolerance(t)
-		})
-		t.Run("process-nodes", func(t *testing.T) {
-			t.Parallel()
-			s.processNodes(t)
-		})
-		t.Run("roles", func(t *testing.T) {
-			t.Parallel()
-			s.roles(t)
-		})
-		t.Run("cascade", func(t *testing.T) {
-			t.Parallel()
-			s.cascade(t)
-		})
-		t.Run("multikueue", func(t *testing.T) {
-			t.Parallel()
-			s.multiKueue(t)
-		})
-		t.Run("gitops", func(t *testing.T) {
-			t.Parallel()
-			s.gitops(t)
-		})
-		t.Run("in-turn", func(t *testing.T) {
-			t.Parallel()
+		t.Run("fault-tolerance", inParallel(s.faultTolerance))
+		t.Run("process-nodes", inParallel(s.processNodes))
+		t.Run("roles", inParallel(s.roles))
+		t.Run("cascade", inParallel(s.cascade))
+		t.Run("multikueue", inParallel(s.multiKueue))
+		t.Run("gitops", inParallel(s.gitops))
+		t.Run("in-turn", inParallel(func(t *testing.T) {
 			t.Run("webhooks", s.webhooks)
 			t.Run("access", s.access)
 			t.Run("examples", s.examples)
@@ -95,7 +76,7 @@ func TestSimulatedCluster(t *testing.T) {
 			t.Run("accelerators", s.accelerators)
 			t.Run("scale", s.scale)
 			t.Run("health", s.health)
-		})
+		}))
 	})
 	// Alone, once the others are done: the cluster's profile binds every
 	// namespace while it is there; the outages take the API server away.
@@ -110,6 +91,14 @@ func TestSimulatedCluster(t *testing.T) {
 	}
 	sort.Strings(names)
 	t.Logf("peak resident memory: %d MiB in all (%s)", total/1024, strings.Join(names, ", "))
+}
+
+// inParallel is a scenario that runs at once with the others of its group.
+func inParallel(scenario func(*testing.T)) func(*testing.T) {
+	return func(t *testing.T) {
+		t.Parallel()
+		scenario(t)
+	}
 }
 
 type sim struct {
