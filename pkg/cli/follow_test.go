@@ -70,7 +70,7 @@ status: ` + status))
 		}
 		served[gv].APIResources = append(served[gv].APIResources, metav1.APIResource{Name: gvr.Resource, Kind: strings.TrimSuffix(list, "List")})
 	}
-	return &cluster.Client{Dynamic: dyn, Discovery: disc, PodSource: clustertest.Pods{Dynamic: dyn}, ObjectSource: clustertest.Objects{Dynamic: dyn}, Namespace: "ml", Server: "https://fake", Poll: time.Millisecond}
+	return &cluster.Client{Dynamic: dyn, Watches: dyn, Discovery: disc, PodSource: clustertest.Pods{Dynamic: dyn}, ObjectSource: clustertest.Objects{Dynamic: dyn}, Namespace: "ml", Server: "https://fake", Poll: time.Millisecond}
 }
 
 var demo = cluster.Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}

@@ -31,7 +31,7 @@ import (
 func connectToFake(t *testing.T, f clustertest.Fake) *dynamicfake.FakeDynamicClient {
 	dyn, disc := f.Clients(t)
 	connectTo = func(kube *cluster.Flags, _ string, _ io.Writer) (*cluster.Client, error) {
-		return &cluster.Client{Dynamic: dyn, Discovery: disc, PodSource: clustertest.Pods{Dynamic: dyn}, ObjectSource: clustertest.Objects{Dynamic: dyn}, Namespace: cmp.Or(kube.Namespace(), "ml"), Server: "https://fake", Poll: time.Millisecond}, nil
+		return &cluster.Client{Dynamic: dyn, Watches: dyn, Discovery: disc, PodSource: clustertest.Pods{Dynamic: dyn}, ObjectSource: clustertest.Objects{Dynamic: dyn}, Namespace: cmp.Or(kube.Namespace(), "ml"), Server: "https://fake", Poll: time.Millisecond}, nil
 	}
 	t.Cleanup(func() { connectTo = (*cluster.Flags).Connect })
 	return dyn

@@ -230,9 +230,12 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 		on("list", core("nodes")),
 	)
 	// What status reads of a job: the job, its Workload, its pods and a
-	// log, its events, its place in its queue; and a follower, watching.
+	// log, its events, its place in its queue; and a follower, watching
+	// the job (which it cannot follow without), its Workload, its pods and
+	// their events.
 	reading := slices.Concat(find, in("list", workloadsResource, eventsResource, podsResource), in("get", podLogsResource, pendingWorkloadsResource))
-	following := slices.Concat(reading, in("watch", eventsResource, podsResource), in("list", submitted...), in("watch", submitted...))
+	watching := slices.Concat(in("list", submitted...), in("watch", submitted...))
+	following := slices.Concat(reading, watching, in("watch", workloadsResource, eventsResource, podsResource))
 	// Submitting: a server-side apply, which creates the job, then a
 	// reading of it. AppWrapper's webhook lets only those who may create
 	// the kind it wraps create it (its userRBACAdmissionCheck).
@@ -240,11 +243,11 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 	return []Use{
 		{Command: "check", Needs: in("create", job...), Helps: questions},
 		{Command: "submit", Needs: creating, Helps: slices.Concat(questions, find)},
-		{Command: "submit --wait", Needs: slices.Concat(creating, in("watch", submitted...)), Helps: slices.Concat(questions, following)},
+		{Command: "submit --wait", Needs: slices.Concat(creating, watching), Helps: slices.Concat(questions, following)},
 		{Command: "submit --workspace", Needs: slices.Concat(creating, in("create", configMapsResource)), Helps: slices.Concat(questions, find)},
 		{Command: "status", Needs: in("get", submitted...), Helps: reading},
 		{Command: "logs", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("get", podLogsResource)), Helps: reading},
-		{Command: "logs -f", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("watch", podsResource), in("get", podLogsResource)),
+		{Command: "logs -f", Needs: slices.Concat(in("get", submitted...), watching, in("list", podsResource), in("watch", podsResource), in("get", podLogsResource)),
 			Helps: following},
 		{Command: "list", Needs: in("list", submitted...), Helps: listing},
 		// Across namespaces, else in those the kubeconfig names.

@@ -82,7 +82,12 @@ type Client struct {
 	// each takes instead of asking the cluster again.
 	found map[Ref]*unstructured.Unstructured
 
-	Dynamic   dynamic.Interface
+	Dynamic dynamic.Interface
+	// Watches is the dynamic client of watches: without the client's
+	// timeout, since a watch lasts minutes (until the API server ends it,
+	// as podwatch asks), and a connection that dies meanwhile is closed
+	// by HTTP/2's pings.
+	Watches   dynamic.Interface
 	Discovery discovery.ServerResourcesInterfaceWithContext
 	// LogSource reads the logs of pods; PodSource lists and watches pods;
 	// ObjectSource lists the jobs and their Workloads.
@@ -94,9 +99,13 @@ type Client struct {
 	Namespace string
 	// Server is the API server's address, for messages.
 	Server string
-	// Poll is how often Submit and Follow read a job again while they wait
-	// for it; 0 is every 2 seconds.
+	// Poll is the least time between two readings of a followed job
+	// (Follow, Logs with Follow), which its watches' changes wake; 0 is
+	// half a second.
 	Poll time.Duration
+	// DeletionWait is how long Delete (and Submit, of a job of the same
+	// name) waits for a deleted job to be gone; 0 is DefaultDeletionWait.
+	DeletionWait time.Duration
 	// Outage is how long a follower (Follow, Logs with Follow) goes on
 	// through a cluster that cannot be reached; 0 is DefaultOutage.
 	Outage time.Duration
@@ -108,10 +117,12 @@ type Client struct {
 	Workers Workers
 }
 
-// every is the time between two readings of a job that is waited for.
-func (c *Client) every() time.Duration {
+// gap is the least time between two readings of a followed job: the
+// changes of a thousand pods that start at once come in a few readings,
+// not a thousand.
+func (c *Client) gap() time.Duration {
 	if c.Poll == 0 {
-		return 2 * time.Second
+		return 500 * time.Millisecond
 	}
 	return c.Poll
 }
@@ -261,8 +272,12 @@ func (f *Flags) client(overrides *clientcmd.ConfigOverrides, userAgent string, w
 	if err != nil {
 		return nil, Unreachable{Err: err}
 	}
-	return &Client{Dynamic: dyn, Discovery: disc, LogSource: restLogs{client: logs, following: followed}, PodSource: restPods{client: podList},
-		ObjectSource: restObjects{client: lists}, Namespace: namespace, Server: rest.Host}, nil
+	watches, err := dynamic.NewForConfig(listConfig)
+	if err != nil {
+		return nil, Unreachable{Err: err}
+	}
+	return &Client{Dynamic: dyn, Watches: watches, Discovery: disc, LogSource: restLogs{client: logs, following: followed},
+		PodSource: restPods{client: podList, watches: lists}, ObjectSource: restObjects{client: lists}, Namespace: namespace, Server: rest.Host}, nil
 }
 
 // coreClient is a REST client of core/v1, for pods/log and the lists of
@@ -346,6 +361,28 @@ func (c *Client) Unreached(err error) error {
 		return Unreachable{Err: fmt.Errorf("the cluster at %s does not accept your credentials: %v; log in again, or check --context and --kubeconfig", c.Server, err)}
 	case errors.As(err, &netErr), errors.As(err, &urlErr):
 		return Unreachable{Err: fmt.Errorf("cannot reach the cluster at %s: %w; check that it is up, and --context and --kubeconfig", c.Server, err)}
+	case brokenWatch(err) != nil:
+		return Unreachable{Err: fmt.Errorf("cannot reach the cluster at %s: %w; check that it is up, and --context and --kubeconfig", c.Server, brokenWatch(err))}
+	}
+	return nil
+}
+
+// watchDecoding is the cause client-go gives the error of a watch whose
+// stream it could not read (its connection lost, say).
+const watchDecoding = "ClientWatchDecoding"
+
+// brokenWatch is why the stream of a watch could not be read, when err
+// says so (nil otherwise): what came of the connection, as client-go
+// said it.
+func brokenWatch(err error) error {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return nil
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Type == watchDecoding {
+			return errors.New(c.Message)
+		}
 	}
 	return nil
 }
@@ -408,11 +445,18 @@ func kueueResource(version, resource string) schema.GroupVersionResource {
 }
 
 // listKueue lists a resource of Kueue's API in a namespace ("": in all),
-// handing each object's JSON to take as it is read. Until the version the cluster
-// serves is known, it asks the newest first: a list of a version not
-// served is answered 404, so the list itself finds the version, without a
-// question to discovery first.
+// handing each object's JSON to take as it is read.
 func (c *Client) listKueue(ctx context.Context, resource, namespace string, opts metav1.ListOptions, take func(json.RawMessage) error) error {
+	return c.inKueue(resource, func(gvr schema.GroupVersionResource) error {
+		return c.ObjectSource.Each(ctx, gvr, namespace, opts, take)
+	})
+}
+
+// inKueue asks ask of a resource of Kueue's API. Until the version the
+// cluster serves is known, it asks the newest first: a version not served
+// is answered 404, so the question itself finds the version, without a
+// question to discovery first.
+func (c *Client) inKueue(resource string, ask func(schema.GroupVersionResource) error) error {
 	c.mu.Lock()
 	versions := kueueVersions
 	if c.kueueVersion != "" {
@@ -421,7 +465,7 @@ func (c *Client) listKueue(ctx context.Context, resource, namespace string, opts
 	c.mu.Unlock()
 	var err error
 	for _, v := range versions {
-		err = c.ObjectSource.Each(ctx, kueueResource(v, resource), namespace, opts, take)
+		err = ask(kueueResource(v, resource))
 		if apierrors.IsNotFound(err) {
 			continue
 		}

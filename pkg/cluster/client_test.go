@@ -127,7 +127,7 @@ func TestPodWatch(t *testing.T) {
 	defer server.Close()
 	client, err := coreClient(&restclient.Config{Host: server.URL}, nil)
 	require.NoError(t, err)
-	w, err := restPods{client: client}.Watch(context.Background(), "ml", metav1.ListOptions{LabelSelector: "a=b", ResourceVersion: "5"})
+	w, err := restPods{watches: client}.Watch(context.Background(), "ml", metav1.ListOptions{LabelSelector: "a=b", ResourceVersion: "5"})
 	require.NoError(t, err)
 	defer w.Stop()
 	event := <-w.ResultChan()

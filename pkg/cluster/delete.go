@@ -1,19 +1,22 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// deletionPolls bounds the wait for a deleted job to be gone: its
-// controller deletes what it made first, and may be down.
-const deletionPolls = 150
+// DefaultDeletionWait bounds the wait for a deleted job to be gone,
+// unless Client.DeletionWait says otherwise: its controller deletes what
+// it made first, and may be down.
+const DefaultDeletionWait = 5 * time.Minute
 
 // Deletion is what Delete did.
 type Deletion struct {
@@ -48,7 +51,7 @@ func (c *Client) Delete(ctx context.Context, ref Ref, wait bool) (Deletion, erro
 	if err != nil {
 		return Deletion{}, err
 	}
-	s, podList, _, err := c.read(ctx, obj, nil)
+	s, podList, _, err := c.readJob(ctx, obj)
 	if err != nil {
 		return Deletion{}, err
 	}
@@ -102,7 +105,7 @@ func (c *Client) forget(obj *unstructured.Unstructured) error {
 // grow with the pods nor with the time the deletion takes.
 func (c *Client) gone(ctx context.Context, old *unstructured.Unstructured, holder *Client) error {
 	ref := Ref{Kind: old.GetKind(), Namespace: old.GetNamespace(), Name: old.GetName()}
-	wait := deletionPolls * c.every()
+	wait := cmp.Or(c.DeletionWait, DefaultDeletionWait)
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	k := kindOf(old)

@@ -102,8 +102,9 @@ func (w *watched) Changed(ctx context.Context, pod *corev1.Pod) {
 // setup commands that failed there (podwatch.WatchFailures). It gives the
 // mirror of the pods, which the follower reads them from; nil when they
 // cannot be listed. busy counts the work under way, so that a follower may
-// wait for it once the job has finished.
-func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), busy *atomic.Int64) *podwatch.Mirror {
+// wait for it once the job has finished; moved is called at each change of
+// the pods, once it is taken in.
+func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, notice func(Noticed), busy *atomic.Int64, moved func()) *podwatch.Mirror {
 	obj := job.get()
 	k := kindOf(obj)
 	return podwatch.WatchFailures(ctx, podwatch.Watch{
@@ -113,6 +114,7 @@ func (c *Client) watchFailures(ctx context.Context, on *Client, job *reading, no
 		Warnings: on.objects(events, obj.GetNamespace()),
 		Logs:     on.LogSource,
 		Busy:     busy,
+		Moved:    moved,
 	}, &watched{client: c, pods: on, job: job, notice: notice, scanned: map[string]bool{}, busy: busy})
 }
 

@@ -45,15 +45,15 @@ func retrying(status string) string {
 func TestStatusTellsWhyAJobFailed(t *testing.T) {
 	failedPod := ptjPod("worker", 0, "w-2", `{name: pytorch, state: {terminated: {exitCode: 1, reason: Error, finishedAt: "2026-11-26T10:00:00Z",
     message: `+strconv.Quote(traceback)+`}}}`)
-	client := cluster(t, timeline(t, retrying,
+	client, next := timeline(t, retrying,
 		[]string{"{phase: Running, resettingCount: 2, conditions: [{type: PodsReady, status: 'True'}]}", ptjPod("master", 0, "m-2", runningFor(0)), failedPod},
 		[]string{"{phase: Failed, resettingCount: 2, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}"},
-	), retrying("{}"))
+	)
 	client.Keeper = &failure.Keeper{Dir: t.TempDir()}
 	client.Poll = time.Millisecond
 	ref := Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}
 	var noticed []string
-	last, err := client.Follow(context.Background(), ref, func(Status) {}, func(n Noticed) {
+	last, err := client.Follow(context.Background(), ref, func(Status) { next() }, func(n Noticed) {
 		require.NoError(t, n.NotKept)
 		noticed = append(noticed, failure.Tell(n.Attempt, n.Of, n.Failure))
 	})

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/torchwrap/generator/pkg/cluster/podwatch"
 	"github.com/torchwrap/generator/pkg/failure"
@@ -20,14 +21,17 @@ import (
 // laptop that sleeps outlast seconds, and a job of days goes on meanwhile.
 const DefaultOutage = 15 * time.Minute
 
-// The time between two readings of a job whose cluster cannot be reached:
-// from Client.every, doubled at each reading missed, up to maxRetryEvery.
-const maxRetryEvery = 15 * time.Second
+// finishGaps is how many times the least time between two readings
+// (Client.gap) a follower of logs waits, once the job has finished, for a
+// container still running (a sidecar, a pod its controller did not stop)
+// before it leaves its log: 10 s.
+const finishGaps = 20
 
-// finishReadings is how many readings' time a follower of logs waits, once
-// the job has finished, for a container still running (a sidecar, a pod
-// its controller did not stop) before it leaves its log.
-const finishReadings = 5
+// queuedEvery is how often a follower reads a queued job again when
+// nothing it watches changes: its place in its LocalQueue (Kueue's
+// visibility API), and why a MultiKueue worker waits, which no watch
+// tells.
+const queuedEvery = time.Minute
 
 // noticeGrace is how long a follower of a job that failed waits for the
 // failure of its last attempt, which the watch of its pods may not have
@@ -35,16 +39,21 @@ const finishReadings = 5
 const noticeGrace = 2 * time.Second
 
 // Follow reads the job's status until it has finished (Succeeded or Failed)
-// or ctx ends, and reports each reading. It gives the last status; the
-// error is ctx's when ctx ended first. Meanwhile it notices the job's
-// failures (noticing). report and notice are called in turn, never at once.
+// or ctx ends, and reports each reading. It reads it again when what it
+// watches of it changes (noticing.next), not on a timer. It gives the last
+// status; the error is ctx's when ctx ended first. Meanwhile it notices the
+// job's failures (noticing). report and notice are called in turn, never
+// at once.
 func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notice func(Noticed)) (Status, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	n := c.noticing(ref, notice)
+	n := c.noticing(ctx, ref, notice)
 	var last Status
 	for {
-		s, obj, err := c.reading(ctx, ref, n)
+		if err := n.next(ctx); err != nil {
+			return last, err
+		}
+		s, obj, _, err := n.reading(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return last, ctx.Err()
@@ -63,9 +72,6 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notic
 				return s, nil
 			}
 		}
-		if err := n.wait(ctx, n.every()); err != nil {
-			return last, err
-		}
 	}
 }
 
@@ -82,17 +88,18 @@ type Lost struct {
 // lost takes in the error of a reading: when it is that the cluster cannot
 // be reached, it says so once (Noticed.Lost), and tells whether the
 // follower goes on trying (while Client.Outage has not passed since the
-// first such reading). Any other error ends an outage, as an answer.
+// first such reading): the watch of the job lists it again and again
+// meanwhile, and wakes the follower each time. Any other error ends an
+// outage, as an answer.
 func (n *noticing) lost(err error) bool {
 	var unreachable Unreachable
 	if !errors.As(err, &unreachable) {
 		if !n.since.IsZero() {
 			n.notice(Noticed{Lost: &Lost{Server: n.client.Server, Since: n.since, Back: true}})
-			n.since, n.missed = time.Time{}, 0
+			n.since = time.Time{}
 		}
 		return false
 	}
-	n.missed++
 	if n.since.IsZero() {
 		n.since = time.Now()
 		n.notice(Noticed{Lost: &Lost{Server: n.client.Server, Since: n.since, Until: n.since.Add(n.client.outage()), Err: cause(unreachable)}})
@@ -100,29 +107,28 @@ func (n *noticing) lost(err error) bool {
 	return time.Since(n.since) < n.client.outage()
 }
 
-// every is the time until the next reading: longer after each reading
-// missed, while the cluster cannot be reached.
-func (n *noticing) every() time.Duration {
-	d := n.client.every()
-	for range n.missed {
-		if d >= maxRetryEvery {
-			break
-		}
-		d *= 2
-	}
-	return min(d, maxRetryEvery)
-}
-
-// noticing is what a follower of a job (Follow, Logs) notices of its
-// failures: those the watch of its pods tells as they happen
-// (watchFailures), and a preemption by Kueue as a reading shows it; after a
-// failure the AppWrapper controller deletes the pods, and their logs and
-// exit codes with them. A failed job whose pods are gone is told by the
-// root cause of the failures noticed in its last attempt.
+// noticing is what a follower of a job (Follow, Logs) watches of it, and
+// what it notices of its failures: those the watch of its pods tells as
+// they happen (watchFailures), and a preemption by Kueue as a reading shows
+// it; after a failure the AppWrapper controller deletes the pods, and their
+// logs and exit codes with them. A failed job whose pods are gone is told
+// by the root cause of the failures noticed in its last attempt.
 type noticing struct {
 	client *Client
 	ref    Ref
 	notice func(Noticed)
+	// sight watches the job and its Workload; copies the job's copy on
+	// each MultiKueue worker cluster that held its pods. Their changes,
+	// and those of the pods, poke wake; read is when the job was read
+	// last, and uid the job's uid then (another is another job of the
+	// same name).
+	sight  *sight
+	copies map[*Client]*sight
+	wake   chan struct{}
+	last   time.Time
+	uid    types.UID
+	// queued: the job was queued when read last.
+	queued bool
 	// noticed has the watch's failures; job is the job as last read, which
 	// the watch reads too (nil until the first reading).
 	noticed chan Noticed
@@ -141,44 +147,106 @@ type noticing struct {
 	preemptions map[string]bool
 	// told counts the failures of each attempt handed on.
 	told map[int]int
-	// since is when the cluster could not be reached, missed how many
-	// readings in a row; zero while it answers.
-	since  time.Time
-	missed int
+	// since is when the cluster could not be reached; zero while it
+	// answers.
+	since time.Time
 	// busy counts the watch's work under way: the changes it has not taken
 	// in yet, and its reads of logs for failed setup commands.
 	busy atomic.Int64
 }
 
-func (c *Client) noticing(ref Ref, notice func(Noticed)) *noticing {
-	return &noticing{client: c, ref: ref, notice: notice, noticed: make(chan Noticed), preemptions: map[string]bool{}, told: map[int]int{}}
+// noticing starts watching the job ref, until ctx ends, for a follower
+// that notice tells what it notices.
+func (c *Client) noticing(ctx context.Context, ref Ref, notice func(Noticed)) *noticing {
+	n := &noticing{client: c, ref: ref, notice: notice, noticed: make(chan Noticed), preemptions: map[string]bool{}, told: map[int]int{},
+		copies: map[*Client]*sight{}, wake: make(chan struct{}, 1)}
+	n.sight = c.sight(ctx, ref, n.poke)
+	return n
 }
 
-// read takes in a reading of the job, s its status: the first opens the
-// watch of its failures on the cluster that holds its pods, until ctx
-// ends, and a reading that finds them on another cluster moves it there. When the job has failed, it waits
-// a while (noticeGrace) for the failures of its last attempt, which the
-// watch may not have told yet, and s says their root cause when the
-// reading shows none. The error is ctx's when ctx ended first.
-func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstructured) error {
-	if n.job == nil {
-		n.job = &reading{obj: obj}
+// poke says that something the follower watches changed: the next reading
+// comes soon (next).
+func (n *noticing) poke() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
 	}
-	n.job.set(obj)
-	if s.holder != nil && s.holder != n.watching {
-		if n.unwatch != nil {
-			n.unwatch()
+}
+
+// next waits until the follower reads the job again: when something it
+// watches changes (the job, its Workload, its pods, the cluster's answer),
+// when a log may be read again (Logs), and while the job is queued, once
+// a minute at least (queuedEvery); never sooner than the least time
+// between two readings (Client.gap) after the last, so that a burst of
+// changes is read at once. It notices meanwhile; the error is ctx's when
+// ctx ended first.
+func (n *noticing) next(ctx context.Context) error {
+	if !n.last.IsZero() {
+		if err := n.wait(ctx, time.Until(n.last.Add(n.client.gap()))); err != nil {
+			return err
 		}
-		var watching context.Context
-		watching, n.unwatch = context.WithCancel(ctx)
-		n.watching = s.holder
-		n.pods = n.client.watchFailures(watching, s.holder, n.job, func(x Noticed) {
-			select {
-			case n.noticed <- x:
-			case <-ctx.Done():
-			}
-		}, &n.busy)
 	}
+	var again <-chan time.Time
+	if n.queued {
+		again = time.After(time.Until(n.last.Add(queuedEvery)))
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case x := <-n.noticed:
+			n.add(x)
+		case <-n.wake:
+			n.last = time.Now()
+			return nil
+		case <-again:
+			n.last = time.Now()
+			return nil
+		}
+	}
+}
+
+// reading is the picture of the job from what the follower watches (as
+// Status reads it, without its events): the job and its Workload, its
+// pods where they are; and the job. The error is the watch's while the
+// cluster does not answer, NotFound once the job is gone or another of
+// its name has come.
+func (n *noticing) reading(ctx context.Context) (Status, *unstructured.Unstructured, []corev1.Pod, error) {
+	obj, wl, err := n.watched(ctx)
+	if obj == nil {
+		return Status{}, nil, nil, err
+	}
+	s, podList, _, err := n.client.read(ctx, obj, wl, err, n)
+	return s, obj, podList, err
+}
+
+// watched is the job and its Workload as the follower watches them: the
+// error is the watch's while the cluster does not answer (no job then),
+// NotFound once the job is gone or another of its name has come (no job
+// either); or why its Workload could not be read (the job, without it).
+func (n *noticing) watched(ctx context.Context) (*unstructured.Unstructured, *workload, error) {
+	obj, err := n.sight.object(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n.uid == "" {
+		n.uid = obj.GetUID()
+	}
+	if obj.GetUID() != n.uid {
+		return nil, nil, NotFound{Ref: n.ref}
+	}
+	wl, err := n.sight.workloadOf(ctx, obj)
+	return obj, wl, err
+}
+
+// read takes in a reading of the job, s its status. When the job has
+// failed, it waits a while (noticeGrace) for the failures of its last
+// attempt, which the watch may not have told yet, and s says their root
+// cause when the reading shows none. The error is ctx's when ctx ended
+// first.
+func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstructured) error {
+	n.queued = s.State == Queued
+	n.set(obj)
 	if f, ok := preemption(*s); ok && !n.preemptions[f.Key] {
 		n.preemptions[f.Key] = true
 		n.add(n.client.keepOf(ctx, n.ref, int(s.Retries)+1, f))
@@ -214,11 +282,39 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 	return nil
 }
 
-// podsOf reads the pods of the job on the cluster on, from the mirror of
-// them once it has listed them; else, as without a follower (n nil), it
-// lists them.
+// set keeps the job as last read, which the watch of its pods reads too.
+func (n *noticing) set(obj *unstructured.Unstructured) {
+	if n.job == nil {
+		n.job = &reading{}
+	}
+	n.job.set(obj)
+}
+
+// podsOf reads the pods of the job obj on the cluster on (the one that
+// holds them), from the mirror of the watch of their failures: the first
+// reading opens it there, until ctx ends, and a reading that finds them on
+// another cluster moves it there. Without a follower (n nil), or when they
+// cannot be listed, it lists them.
 func (n *noticing) podsOf(ctx context.Context, on *Client, obj *unstructured.Unstructured) ([]corev1.Pod, error) {
-	if n == nil || n.pods == nil || n.watching != on {
+	if n == nil {
+		return on.podsOf(ctx, obj)
+	}
+	n.set(obj)
+	if on != n.watching {
+		if n.unwatch != nil {
+			n.unwatch()
+		}
+		var watching context.Context
+		watching, n.unwatch = context.WithCancel(ctx)
+		n.watching = on
+		n.pods = n.client.watchFailures(watching, on, n.job, func(x Noticed) {
+			select {
+			case n.noticed <- x:
+			case <-ctx.Done():
+			}
+		}, &n.busy, n.poke)
+	}
+	if n.pods == nil {
 		return on.podsOf(ctx, obj)
 	}
 	objects, synced := n.pods.Now(ctx)

@@ -7,11 +7,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -21,34 +21,35 @@ import (
 	"github.com/torchwrap/generator/pkg/failure"
 )
 
-// timeline plays a job's life: each reading of the job demo (job, of a
-// status) moves the cluster to the next of steps (the job's status, and its
-// pods), and stays at the last.
-func timeline(t *testing.T, job func(status string) string, steps ...[]string) func(*dynamicfake.FakeDynamicClient) {
+// timeline plays a job's life in a fake cluster: the job demo (job, of a
+// status) and its pods are the first of steps (the job's status, then its
+// pods); each call of next moves them to the next step, and stays at the
+// last. A follower that calls next as it reports moves the job on at each
+// reading: what the watches tell is in by the next.
+func timeline(t *testing.T, job func(status string) string, steps ...[]string) (client *Client, next func()) {
 	resource := Ref{Kind: object(t, job("{}")).GetKind()}.resource()
-	return func(dyn *dynamicfake.FakeDynamicClient) {
-		next := 0
-		dyn.PrependReactor("get", resource.Resource, func(clienttesting.Action) (bool, runtime.Object, error) {
-			step := steps[min(next, len(steps)-1)]
-			next++
-			tracker := dyn.Tracker()
-			list, err := tracker.List(pods, pods.GroupVersion().WithKind("Pod"), "ml")
-			require.NoError(t, err)
-			for _, item := range list.(*unstructured.UnstructuredList).Items {
-				require.NoError(t, tracker.Delete(pods, "ml", item.GetName()))
-			}
-			require.NoError(t, tracker.Update(resource, object(t, job(step[0])), "ml"))
-			for _, p := range step[1:] {
-				require.NoError(t, tracker.Create(pods, object(t, p), "ml"))
-			}
-			return false, nil, nil
-		})
+	var dyn *dynamicfake.FakeDynamicClient
+	client = cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, append([]string{job(steps[0][0])}, steps[0][1:]...)...)
+	at := 0
+	return client, func() {
+		at = min(at+1, len(steps)-1)
+		step := steps[at]
+		tracker := dyn.Tracker()
+		list, err := tracker.List(pods, pods.GroupVersion().WithKind("Pod"), "ml")
+		require.NoError(t, err)
+		for _, item := range list.(*unstructured.UnstructuredList).Items {
+			require.NoError(t, tracker.Delete(pods, "ml", item.GetName()))
+		}
+		require.NoError(t, tracker.Update(resource, object(t, job(step[0])), "ml"))
+		for _, p := range step[1:] {
+			require.NoError(t, tracker.Create(pods, object(t, p), "ml"))
+		}
 	}
 }
 
 func TestFollowUntilItFails(t *testing.T) {
 	failedPod := pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 2, reason: Error}}}]}`)
-	client := cluster(t, timeline(t, appWrapper,
+	client, next := timeline(t, appWrapper,
 		[]string{"{phase: Suspended}"},
 		[]string{"{phase: Suspended}"},
 		[]string{"{phase: Running}", pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, "{phase: Pending}")},
@@ -56,11 +57,12 @@ func TestFollowUntilItFails(t *testing.T) {
 		[]string{"{phase: Resetting, resettingCount: 1, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}", failedPod},
 		// The controller deleted the pods.
 		[]string{"{phase: Failed, resettingCount: 1, conditions: [{type: Unhealthy, status: 'True', reason: FoundFailedPods}]}"},
-	), appWrapper("{}"))
+	)
 	client.Poll = time.Millisecond
 	var lines []string
 	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(s Status) {
 		lines = append(lines, s.Line())
+		next()
 	}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, Failed, last.State)
@@ -78,24 +80,22 @@ func TestFollowUntilItFails(t *testing.T) {
 // by the watch on the job's pods.
 func TestFollowSeesAPodThatFailsBetweenReadings(t *testing.T) {
 	failedPod := pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 3, reason: Error}}}]}`)
-	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
-		readings := 0
-		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
-			tracker := dyn.Tracker()
-			switch readings++; readings {
-			case 2:
-				// After this reading: the pod fails, and the AppWrapper
-				// controller deletes it.
-				require.NoError(t, tracker.Create(pods, object(t, failedPod), "ml"))
-				require.NoError(t, tracker.Delete(pods, "ml", "demo-worker-0"))
-			case 3:
-				require.NoError(t, tracker.Update(appWrappers, object(t, appWrapper("{phase: Failed}")), "ml"))
-			}
-			return false, nil, nil
-		})
-	}, appWrapper("{phase: Running}"))
+	var dyn *dynamicfake.FakeDynamicClient
+	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, appWrapper("{phase: Running}"))
 	client.Poll = time.Millisecond
-	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
+	readings := 0
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {
+		tracker := dyn.Tracker()
+		switch readings++; readings {
+		case 1:
+			// After this reading: the pod fails, and the AppWrapper
+			// controller deletes it.
+			require.NoError(t, tracker.Create(pods, object(t, failedPod), "ml"))
+			require.NoError(t, tracker.Delete(pods, "ml", "demo-worker-0"))
+		case 2:
+			require.NoError(t, tracker.Update(appWrappers, object(t, appWrapper("{phase: Failed}")), "ml"))
+		}
+	}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, "AppWrapper demo: Failed; pod demo-worker-0 (container pytorch) exited 3", last.Line())
 }
@@ -112,13 +112,13 @@ func TestFollowTellsTheFirstFailuresOfManyPods(t *testing.T) {
 		failed = append(failed, strings.Replace(pod(name, awPods, fmt.Sprintf(`{phase: Failed, containerStatuses: [{name: pytorch,
   state: {terminated: {exitCode: 1, reason: Error, finishedAt: '%s', message: "worker %d failed"}}}]}`, at, i)), "name: "+name, "name: "+name+", uid: u"+name, 1))
 	}
-	client := cluster(t, timeline(t, appWrapper, []string{"{phase: Running}"}, failed), appWrapper("{}"))
+	client, next := timeline(t, appWrapper, []string{"{phase: Running}"}, failed)
 	client.Poll = time.Millisecond
 	source := &fakeLogs{}
 	client.LogSource = source
 	client.Keeper = &failure.Keeper{Dir: t.TempDir()}
 	var told []string
-	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(n Noticed) {
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) { next() }, func(n Noticed) {
 		if n.More {
 			told = append(told, "more")
 		} else {
@@ -140,30 +140,40 @@ func TestFollowTellsTheFirstFailuresOfManyPods(t *testing.T) {
 }
 
 func TestFollowUntilItSucceeds(t *testing.T) {
-	client := cluster(t, timeline(t, appWrapper,
+	client, next := timeline(t, appWrapper,
 		[]string{"{phase: Running, conditions: [{type: PodsReady, status: 'True'}]}", pod("demo-master-0", awPods, readyPod), pod("demo-worker-0", awPods, readyPod)},
 		[]string{"{phase: Succeeded}", pod("demo-master-0", awPods, "{phase: Succeeded}"), pod("demo-worker-0", awPods, "{phase: Succeeded}")},
-	), appWrapper("{}"))
+	)
 	client.Poll = time.Millisecond
-	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) { next() }, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, "AppWrapper demo: Succeeded, pods succeeded 2/2", last.Line())
 }
 
-// Ctrl-C, or the timeout, ends the following, not the job.
+// Ctrl-C, or the timeout, ends the following, not the job. A job that does
+// not change is read once: the follower asks nothing more of the cluster
+// than the lists and watches of the job, its Workload, its pods and their
+// events, whatever the time it follows it.
 func TestFollowUntilTheContextEnds(t *testing.T) {
-	client := cluster(t, nil, appWrapper("{phase: Running}"))
+	var dyn *dynamicfake.FakeDynamicClient
+	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, appWrapper("{phase: Running}"), workloadOwnedBy("aw-uid", admittedWL))
 	client.Poll = time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
 	readings := 0
-	last, err := client.Follow(ctx, Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {
-		if readings++; readings == 3 {
-			cancel()
-		}
-	}, func(Noticed) {})
-	require.ErrorIs(t, err, context.Canceled)
+	last, err := client.Follow(ctx, Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) { readings++ }, func(Noticed) {})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, Admitted, last.State)
-	require.Equal(t, 3, readings)
+	require.Equal(t, 1, readings)
+	asked := map[string]int{}
+	for _, a := range dyn.Actions() {
+		r := a.GetResource()
+		asked[a.GetVerb()+" "+r.Resource+"/"+r.Version]++
+	}
+	// Kueue's newest version first (the fake serves v1beta1 alone).
+	require.Equal(t, map[string]int{"list appwrappers/v1beta2": 1, "watch appwrappers/v1beta2": 1,
+		"list workloads/v1beta2": 1, "list workloads/v1beta1": 1, "watch workloads/v1beta1": 1,
+		"list pods/v1": 1, "watch pods/v1": 1, "list events/v1": 1, "watch events/v1": 1}, asked)
 }
 
 func TestFollowAJobThatIsDeleted(t *testing.T) {
@@ -172,21 +182,22 @@ func TestFollowAJobThatIsDeleted(t *testing.T) {
 	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" was deleted while it was followed`)
 }
 
-// Readings the cluster does not answer are tried again, less and less
-// often, for as long as Client.Outage says; the follower says once that the
-// cluster is lost, and once that it is back. Past the outage, it gives up.
+// A job the cluster does not answer for is listed again and again (the
+// watch of the job tries again, less and less often), for as long as
+// Client.Outage says; the follower says once that the cluster is lost, and
+// once that it is back. Past the outage, it gives up.
 func TestFollowThroughAnOutage(t *testing.T) {
 	for _, tc := range []struct {
 		missed  int
 		wantErr bool
 		want    []string
 	}{
-		{missed: 3, want: []string{"lost: connection refused", "back"}},
+		{missed: 1, want: []string{"lost: connection refused", "back"}},
 		{missed: 1 << 30, wantErr: true, want: []string{"lost: connection refused"}},
 	} {
 		var asked []time.Time
 		client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
-			dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
+			dyn.PrependReactor("list", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
 				if asked = append(asked, time.Now()); len(asked) <= tc.missed {
 					return true, nil, &url.Error{Op: "Get", URL: "https://fake", Err: errors.New("connection refused")}
 				}
@@ -209,8 +220,8 @@ func TestFollowThroughAnOutage(t *testing.T) {
 		if tc.wantErr {
 			require.ErrorAs(t, err, &Unreachable{})
 			require.GreaterOrEqual(t, asked[len(asked)-1].Sub(asked[0]), client.Outage)
-			// Less and less often: the gaps double, from Poll.
-			require.Less(t, len(asked), 20)
+			// A second after the first, not at once.
+			require.Len(t, asked, 2)
 		} else {
 			require.NoError(t, err)
 			require.Equal(t, Succeeded, last.State)
@@ -219,17 +230,18 @@ func TestFollowThroughAnOutage(t *testing.T) {
 }
 
 func TestFollowABareJobSet(t *testing.T) {
-	client := cluster(t, timeline(t, func(status string) string { return jobSet(false, status) },
+	client, next := timeline(t, func(status string) string { return jobSet(false, status) },
 		[]string{jobSetSuspended},
 		[]string{jobSetResumed, pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, "{phase: Pending}")},
 		[]string{jobSetResumed, pod("demo-node-0-0", jobSetPods, readyPod), pod("demo-node-0-1", jobSetPods, readyPod)},
 		[]string{"{conditions: [{type: Completed, status: 'True', reason: AllJobsCompleted}]}",
 			pod("demo-node-0-0", jobSetPods, "{phase: Succeeded}"), pod("demo-node-0-1", jobSetPods, "{phase: Succeeded}")},
-	), jobSet(true, "{}"))
+	)
 	client.Poll = time.Millisecond
 	var lines []string
 	last, err := client.Follow(context.Background(), Ref{Kind: "JobSet", Namespace: "ml", Name: "demo"}, func(s Status) {
 		lines = append(lines, s.Line())
+		next()
 	}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, Succeeded, last.State)
@@ -246,75 +258,74 @@ func TestFollowABareJobSet(t *testing.T) {
 func TestFollowATrainJobWhosePodFailsBetweenReadings(t *testing.T) {
 	failedPod := pod("demo-node-0-1", jobSetPods, `{phase: Failed, containerStatuses: [{name: node, state: {terminated: {exitCode: 3, reason: Error}}}]}`)
 	failed := `{conditions: [{type: Failed, status: 'True', reason: FailedJobs, message: "jobset failed due to one or more job failures (first failed job: demo-node-0)"}]}`
-	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
-		readings := 0
-		dyn.PrependReactor("get", "trainjobs", func(clienttesting.Action) (bool, runtime.Object, error) {
-			tracker := dyn.Tracker()
-			switch readings++; readings {
-			case 2:
-				require.NoError(t, tracker.Create(pods, object(t, failedPod), "ml"))
-				require.NoError(t, tracker.Delete(pods, "ml", "demo-node-0-1"))
-			case 3:
-				require.NoError(t, tracker.Update(trainJobs, object(t, trainJob(false, failed)), "ml"))
-			}
-			return false, nil, nil
-		})
-	}, trainJob(false, "{}"))
+	var dyn *dynamicfake.FakeDynamicClient
+	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, trainJob(false, "{}"))
 	client.Poll = time.Millisecond
-	last, err := client.Follow(context.Background(), Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"}, func(Status) {}, func(Noticed) {})
+	readings := 0
+	last, err := client.Follow(context.Background(), Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"}, func(Status) {
+		tracker := dyn.Tracker()
+		switch readings++; readings {
+		case 1:
+			require.NoError(t, tracker.Create(pods, object(t, failedPod), "ml"))
+			require.NoError(t, tracker.Delete(pods, "ml", "demo-node-0-1"))
+		case 2:
+			require.NoError(t, tracker.Update(trainJobs, object(t, trainJob(false, failed)), "ml"))
+		}
+	}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-1 (container node) exited 3", last.Line())
 }
 
-// After an outage, the watch of the pods is opened again from the last
-// version it saw; when that version is gone (410), the pods are listed
-// again, and a failure that happened meanwhile is noticed from the pod that
-// still shows it.
+// When the cluster goes away, the watches end, and the follower lists the
+// job (and the pods) again until the cluster answers: it says once that
+// the cluster is lost and once that it is back, and a failure that
+// happened meanwhile is noticed from the pod that still shows it.
 func TestFollowNoticesAFailureAfterAnOutage(t *testing.T) {
 	failed := pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 3, reason: Error}}}]}`)
-	first := watch.NewFake()
-	watched := make(chan struct{})
-	back := make(chan struct{})
-	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
-		watches := 0
-		dyn.PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
-			switch watches++; watches {
-			case 1:
-				close(watched)
-				return true, first, nil
-			case 2:
-				return true, nil, apierrors.NewResourceExpired("too old resource version")
-			}
-			return false, nil, nil
-		})
-		readings := 0
-		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
-			switch readings++; {
-			case readings == 2:
-				// The cluster goes away: the pod fails meanwhile, and the
-				// watch ends.
-				<-watched
-				require.NoError(t, dyn.Tracker().Update(pods, object(t, failed), "ml"))
-				first.Stop()
-				close(back)
-				fallthrough
-			case readings == 3:
+	first := map[string]*watch.FakeWatcher{"appwrappers": watch.NewFake(), "pods": watch.NewFake()}
+	var down atomic.Bool
+	var dyn *dynamicfake.FakeDynamicClient
+	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) {
+		dyn = d
+		for resource, w := range first {
+			watched := false
+			d.PrependWatchReactor(resource, func(clienttesting.Action) (bool, watch.Interface, error) {
+				if watched {
+					return false, nil, nil
+				}
+				watched = true
+				return true, w, nil
+			})
+		}
+		d.PrependReactor("list", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
+			if down.Load() {
 				return true, nil, &url.Error{Op: "Get", URL: "https://fake", Err: errors.New("connection refused")}
-			case readings > 3:
-				<-back
-				require.NoError(t, dyn.Tracker().Update(appWrappers, object(t, appWrapper("{phase: Failed}")), "ml"))
 			}
 			return false, nil, nil
 		})
 	}, appWrapper("{phase: Running}"), pod("demo-worker-0", awPods, readyPod))
 	client.Poll = 5 * time.Millisecond
 	var said []string
-	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(n Noticed) {
+	readings := 0
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {
+		if readings++; readings == 1 {
+			// The cluster goes away: the pod fails meanwhile, and the
+			// watches end.
+			down.Store(true)
+			require.NoError(t, dyn.Tracker().Update(pods, object(t, failed), "ml"))
+			for _, w := range first {
+				w.Stop()
+			}
+		}
+	}, func(n Noticed) {
 		switch {
 		case n.Lost != nil && n.Lost.Back:
 			said = append(said, "back")
 		case n.Lost != nil:
 			said = append(said, "lost")
+			// It answers again; the job has failed meanwhile.
+			require.NoError(t, dyn.Tracker().Update(appWrappers, object(t, appWrapper("{phase: Failed}")), "ml"))
+			down.Store(false)
 		default:
 			said = append(said, n.Failure.String())
 		}

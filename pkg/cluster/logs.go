@@ -3,6 +3,7 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -126,21 +127,32 @@ type LogLine struct {
 // logs there are and gives the job's status; with Follow it follows them
 // until the job has finished, and gives its last status. The error is
 // NotFound when the job is not there (or was deleted while followed), ctx's
-// when it ended first. Following, it notices each failure of the job's pods
-// as it happens, as Follow does; line, note and notice are called one at a
-// time.
+// when it ended first. Following, it reads the job and its pods again when
+// what it watches of them changes, as Follow does, and starts reading each
+// container's log when its pod's watch says it has started; it notices each
+// failure of the job's pods as it happens; line, note and notice are
+// called one at a time.
 func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), note func(string), notice func(Noticed)) (Status, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	f := &follower{req: req, member: map[string]types.UID{}}
+	var n *noticing
+	var again func()
+	if req.Follow {
+		n = c.noticing(ctx, req.Ref, func(x Noticed) { f.logs.Aside(func() { notice(x) }) })
+		again = n.poke
+	}
 	f.logs, ctx = podwatch.NewLogs(ctx, req.Ref.Namespace, req.Follow, req.Timestamps, func(l podwatch.Line[Member]) {
 		line(LogLine{Pod: l.Pod, Label: l.Label, Member: l.Tag, Text: l.Text, Width: l.Width})
-	}, note)
+	}, note, again)
 	defer f.logs.Stop()
-	var n *noticing
-	if req.Follow {
-		n = c.noticing(req.Ref, func(x Noticed) { f.logs.Aside(func() { notice(x) }) })
-	}
 	var last Status
 	for round := 0; ; round++ {
+		if req.Follow {
+			if err := n.next(ctx); err != nil {
+				return last, err
+			}
+		}
 		s, obj, podList, err := c.logRound(ctx, req.Ref, n)
 		switch {
 		case ctx.Err() != nil:
@@ -161,7 +173,7 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 				return last, err
 			}
 			if !req.Follow || s.State.Finished() {
-				f.logs.Wait(finishReadings * c.every())
+				f.logs.Wait(finishGaps * c.gap())
 				switch {
 				case f.logs.Streams() > 0 || req.Follow:
 				case s.Worker != nil && s.State.Finished():
@@ -181,23 +193,28 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 		if err := f.logs.Err(); err != nil {
 			return last, err
 		}
-		if err := n.wait(ctx, n.every()); err != nil {
-			return last, err
-		}
 	}
 }
 
 // logRound reads the job, its pods (which the user must be allowed to
-// list; from what a follower's n mirrors of them, else listed), where they
-// are (holder), and its status, whose holder reads their logs.
+// list), where they are (holder), and its status, whose holder reads their
+// logs: from what a follower's n watches of them, else read.
 func (c *Client) logRound(ctx context.Context, ref Ref, n *noticing) (Status, *unstructured.Unstructured, []corev1.Pod, error) {
-	obj, err := c.get(ctx, ref)
-	if err != nil {
+	var obj *unstructured.Unstructured
+	var wl *workload
+	var err error
+	if n == nil {
+		if obj, err = c.get(ctx, ref); err == nil {
+			wl, err = c.workloadOf(ctx, obj)
+		}
+	} else {
+		obj, wl, err = n.watched(ctx)
+	}
+	if obj == nil {
 		return Status{}, nil, nil, err
 	}
 	// What Kueue says is for the message of a job without pods, and says
 	// where they are: a Workload not read leaves it out.
-	wl, err := c.workloadOf(ctx, obj)
 	if c.Unreached(err) != nil {
 		return Status{}, nil, nil, c.Unreached(err)
 	}
@@ -293,6 +310,8 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 				c.Restarted = fmt.Sprintf("%s/%s/%d", pod.UID, name, status.RestartCount-1)
 			}
 			c.HasLog = status.State.Running != nil || status.State.Terminated != nil
+			state, _ := json.Marshal(status)
+			c.Status = string(state)
 			if f.req.Previous {
 				c.HasLog = status.LastTerminationState.Terminated != nil
 			}
@@ -316,7 +335,7 @@ func (f *follower) start(ctx context.Context, on *Client, obj *unstructured.Unst
 	for i, c := range containers {
 		read[i] = c.c
 	}
-	f.logs.Read(ctx, podwatch.From{Source: on.LogSource, Unreadable: f.unreadable(on)}, opts, read)
+	f.logs.Read(ctx, podwatch.From{Source: on.LogSource, Unreadable: f.unreadable(on), Unreached: func(err error) bool { return on.Unreached(err) != nil }}, opts, read)
 	if len(others) == len(podList) && len(podList) > 0 {
 		return fmt.Errorf("no pod of the %s is the one asked for (%s); its pods: %s", f.req.Ref, f.req.asked(), strings.Join(others, ", "))
 	}

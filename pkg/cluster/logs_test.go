@@ -120,12 +120,24 @@ func runningFor(restarts int) string {
 // the failures noticed among them, as "noticed: attempt N: ...".
 func logs(t *testing.T, client *Client, req LogRequest) (lines, notes []string, last Status, err error) {
 	t.Helper()
+	return logsSaid(t, client, req, func(string) {})
+}
+
+// logsSaid reads logs as logs does, and hands on each line and note as
+// it is said (one at a time): a test changes the cluster as the follower
+// shows what it saw.
+func logsSaid(t *testing.T, client *Client, req LogRequest, said func(string)) (lines, notes []string, last Status, err error) {
+	t.Helper()
 	if req.Ref.Kind == "" {
 		req.Ref = Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}
 	}
 	last, err = client.Logs(context.Background(), req, func(l LogLine) {
 		lines = append(lines, fmt.Sprintf("%s|%d|%s", l.Label, l.Width, l.Text))
-	}, func(n string) { notes = append(notes, n) }, func(n Noticed) {
+		said(l.Text)
+	}, func(n string) {
+		notes = append(notes, n)
+		said(n)
+	}, func(n Noticed) {
 		notes = append(notes, fmt.Sprintf("noticed: attempt %d: %s", n.Attempt, n.Failure))
 	})
 	sort.Strings(lines)
@@ -294,28 +306,35 @@ func TestLogsFollowed(t *testing.T) {
 			ptjPod("master", 0, "m2", "{name: pytorch, state: {terminated: {exitCode: 0}}}"),
 			ptjPod("worker", 0, "w2", "{name: pytorch, state: {terminated: {exitCode: 0}}}")}},
 	}
-	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
-		next := 0
-		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
-			step := steps[min(next, len(steps)-1)]
-			next++
+	var dyn *dynamicfake.FakeDynamicClient
+	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, appWrapper(steps[0].job))
+	client.LogSource = source
+	client.Poll = 20 * time.Millisecond
+	// Each step comes once the follower has said what the one before
+	// shows: the note that it waits, the lines of the first pods, the
+	// restarted container's, then those of the retry's pods.
+	at, heard := 0, 0
+	after := []int{1, 3, 1, 2}
+	lines, notes, last, err := logsSaid(t, client, LogRequest{Follow: true}, func(said string) {
+		if strings.HasPrefix(said, "noticed") || strings.Contains(said, "restarted") || strings.HasPrefix(said, "new pods") {
+			return
+		}
+		if heard++; at < len(after) && heard == after[at] {
+			at, heard = at+1, 0
+			step := steps[at]
 			tracker := dyn.Tracker()
 			for _, name := range []string{"demo-master-0", "demo-worker-0"} {
 				_ = tracker.Delete(pods, "ml", name)
+			}
+			if step.logs != nil {
+				source.set(step.logs)
 			}
 			require.NoError(t, tracker.Update(appWrappers, object(t, appWrapper(step.job)), "ml"))
 			for _, p := range step.pods {
 				require.NoError(t, tracker.Create(pods, object(t, p), "ml"))
 			}
-			if step.logs != nil {
-				source.set(step.logs)
-			}
-			return false, nil, nil
-		})
-	}, appWrapper("{}"))
-	client.LogSource = source
-	client.Poll = 20 * time.Millisecond
-	lines, notes, last, err := logs(t, client, LogRequest{Follow: true})
+		}
+	})
 	require.NoError(t, err)
 	require.Equal(t, Succeeded, last.State)
 	require.Equal(t, []string{
@@ -424,28 +443,32 @@ func TestLogsFollowedEndWithTheJob(t *testing.T) {
 }
 
 // A log that cannot be read yet while following (the container is not
-// ready to give it) is read at the next round; without following, a line
-// says so and the others are read.
+// ready to give it) is read again once its pod has changed, not on a
+// timer; without following, a line says so and the others are read.
 func TestLogsNotReadableYet(t *testing.T) {
 	source := &fakeLogs{logs: map[string]string{"demo-master-0/pytorch": "m\n"}}
-	client := cluster(t, func(dyn *dynamicfake.FakeDynamicClient) {
-		readings := 0
-		dyn.PrependReactor("get", "appwrappers", func(clienttesting.Action) (bool, runtime.Object, error) {
-			switch readings++; readings {
-			case 3:
-				source.set(map[string]string{"demo-master-0/pytorch": "m\n", "demo-worker-0/pytorch": "w\n"})
-			case 4:
-				require.NoError(t, dyn.Tracker().Update(appWrappers, object(t, appWrapper("{phase: Succeeded}")), "ml"))
-			}
-			return false, nil, nil
-		})
-	}, appWrapper("{phase: Running}"), ptjPod("master", 0, "m", runningFor(0)), ptjPod("worker", 0, "w", runningFor(0)))
+	var dyn *dynamicfake.FakeDynamicClient
+	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d },
+		appWrapper("{phase: Running}"), ptjPod("master", 0, "m", runningFor(0)), ptjPod("worker", 0, "w", runningFor(0)))
 	client.LogSource = source
 	client.Poll = 10 * time.Millisecond
-	lines, notes, _, err := logs(t, client, LogRequest{Follow: true})
+	lines, notes, _, err := logsSaid(t, client, LogRequest{Follow: true}, func(said string) {
+		switch said {
+		case "m":
+			// A while after, the worker's container can give its log,
+			// and its pod says so (ready).
+			time.Sleep(50 * time.Millisecond)
+			source.set(map[string]string{"demo-master-0/pytorch": "m\n", "demo-worker-0/pytorch": "w\n"})
+			require.NoError(t, dyn.Tracker().Update(pods, object(t, ptjPod("worker", 0, "w", "{name: pytorch, ready: true, state: {running: {}}}")), "ml"))
+		case "w":
+			require.NoError(t, dyn.Tracker().Update(appWrappers, object(t, appWrapper("{phase: Succeeded}")), "ml"))
+		}
+	})
 	require.NoError(t, err)
 	require.Equal(t, []string{"master-0|8|m", "worker-0|8|w"}, lines)
 	require.Empty(t, notes)
+	worker := slices.DeleteFunc(slices.Clone(source.asked), func(asked string) bool { return !strings.Contains(asked, "demo-worker-0") })
+	require.Len(t, worker, 2, "the worker's log asked before its pod changed, and once after: %q", worker)
 	source.set(map[string]string{"demo-master-0/pytorch": "m\n"})
 	lines, notes, _, err = logs(t, client, LogRequest{})
 	require.NoError(t, err)
@@ -496,17 +519,48 @@ func TestLogsFollowedTakenUpAgain(t *testing.T) {
 		"2026-11-27T09:00:01.25Z step 2, once more\n" +
 		"2026-11-27T09:00:02Z step 3\n"
 	source := &brokenLog{text: text, cut: strings.Index(text, "step 2, once") + 3}
-	client := cluster(t, timeline(t, appWrapper,
-		[]string{"{phase: Running}", ptjPod("master", 0, "m", runningFor(0))},
-		[]string{"{phase: Running}", ptjPod("master", 0, "m", runningFor(0))},
-		[]string{"{phase: Succeeded}", ptjPod("master", 0, "m", "{name: pytorch, state: {terminated: {exitCode: 0}}}")},
-	), appWrapper("{}"))
+	var dyn *dynamicfake.FakeDynamicClient
+	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, appWrapper("{phase: Running}"), ptjPod("master", 0, "m", runningFor(0)))
 	client.LogSource = source
 	client.Poll = 10 * time.Millisecond
 	var lines []string
 	_, err := client.Logs(context.Background(), LogRequest{Ref: Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, Follow: true},
-		func(l LogLine) { lines = append(lines, l.Text) }, func(string) {}, func(Noticed) {})
+		func(l LogLine) {
+			if lines = append(lines, l.Text); l.Text == "step 3" {
+				tracker := dyn.Tracker()
+				require.NoError(t, tracker.Update(pods, object(t, ptjPod("master", 0, "m", "{name: pytorch, state: {terminated: {exitCode: 0}}}")), "ml"))
+				require.NoError(t, tracker.Update(appWrappers, object(t, appWrapper("{phase: Succeeded}")), "ml"))
+			}
+		}, func(string) {}, func(Noticed) {})
 	require.NoError(t, err)
 	require.Equal(t, []string{"step 1", "step 2", "step 2, again", "step 2, once more", "step 3"}, lines)
 	require.Equal(t, []string{"", "2026-11-27T09:00:01Z"}, source.asked[:2])
+}
+
+// A followed log whose read comes to its end while its container runs (the
+// kubelet or the API server ended it) is read again a while after, from
+// where it stopped, though nothing the follower watches changed; not at
+// once, nor over and over.
+func TestLogsFollowedReadAgainAfterAWhile(t *testing.T) {
+	source := &fakeLogs{logs: map[string]string{"demo-master-0/pytorch": "a\n"}}
+	var dyn *dynamicfake.FakeDynamicClient
+	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, appWrapper("{phase: Running}"), ptjPod("master", 0, "m", runningFor(0)))
+	client.LogSource = source
+	client.Poll = time.Millisecond
+	began := time.Now()
+	var again time.Duration
+	lines, _, _, err := logsSaid(t, client, LogRequest{Follow: true}, func(said string) {
+		switch said {
+		case "a":
+			source.set(map[string]string{"demo-master-0/pytorch": "a\nb\n"})
+		case "b":
+			again = time.Since(began)
+			require.NoError(t, dyn.Tracker().Update(appWrappers, object(t, appWrapper("{phase: Succeeded}")), "ml"))
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, []string{"master-0|8|a", "master-0|8|b"}, lines)
+	require.GreaterOrEqual(t, again, time.Second)
+	require.Len(t, source.asked, 2, "%q", source.asked)
+	require.Contains(t, source.asked[1], "sinceTime=")
 }

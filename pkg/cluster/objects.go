@@ -119,7 +119,7 @@ func delim(dec *json.Decoder, d json.Delim) error {
 	return nil
 }
 
-// objects lists and watches a resource with the dynamic client.
+// objects lists and watches a resource with the dynamic clients.
 func (c *Client) objects(resource schema.GroupVersionResource, namespace string) podwatch.ListWatch {
 	client := c.Dynamic.Resource(resource).Namespace(namespace)
 	return podwatch.ListWatch{
@@ -134,7 +134,7 @@ func (c *Client) objects(resource schema.GroupVersionResource, namespace string)
 			}
 			return out, list.GetResourceVersion(), nil
 		},
-		Watch: client.Watch,
+		Watch: c.Watches.Resource(resource).Namespace(namespace).Watch,
 	}
 }
 

@@ -19,7 +19,7 @@ func object(t *testing.T, manifest string) *unstructured.Unstructured {
 func fake(t *testing.T, f clustertest.Fake) *Client {
 	t.Helper()
 	dyn, disc := f.Clients(t)
-	return &Client{Dynamic: dyn, Discovery: disc, PodSource: clustertest.Pods{Dynamic: dyn}, ObjectSource: clustertest.Objects{Dynamic: dyn}, Namespace: "ml", Server: "https://fake"}
+	return &Client{Dynamic: dyn, Watches: dyn, Discovery: disc, PodSource: clustertest.Pods{Dynamic: dyn}, ObjectSource: clustertest.Objects{Dynamic: dyn}, Namespace: "ml", Server: "https://fake"}
 }
 
 // The resources of the jobs that tests change behind the client's back.

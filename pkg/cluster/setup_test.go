@@ -37,14 +37,14 @@ func TestStatusSaysASetupCommandFailed(t *testing.T) {
 // submit --wait says a setup command that failed, though the job goes on
 // to succeed.
 func TestFollowSaysASetupCommandFailed(t *testing.T) {
-	client := cluster(t, timeline(t, appWrapper,
+	client, next := timeline(t, appWrapper,
 		[]string{"{phase: Running}", launchPod("{running: {}}")},
 		[]string{"{phase: Succeeded}", launchPod("{terminated: {exitCode: 0, reason: Completed}}")},
-	), appWrapper("{}"))
+	)
 	client.LogSource = &fakeLogs{logs: map[string]string{"demo-master-0/pytorch": setupLog}}
 	client.Poll = time.Millisecond
 	var noticed []string
-	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {}, func(n Noticed) {
+	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) { next() }, func(n Noticed) {
 		require.NotNil(t, n.Setup, "no failure: %v", n.Failure)
 		noticed = append(noticed, n.Setup.Tell(n.Attempt, n.Of))
 	})

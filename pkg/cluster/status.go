@@ -201,7 +201,7 @@ func (c *Client) Status(ctx context.Context, ref Ref) (Status, error) {
 	if err != nil {
 		return Status{}, err
 	}
-	s, podList, wl, err := c.read(ctx, obj, nil)
+	s, podList, wl, err := c.readJob(ctx, obj)
 	if err != nil {
 		return s, err
 	}
@@ -266,18 +266,6 @@ func (c *Client) story(obj *unstructured.Unstructured, podList []corev1.Pod, s *
 	}
 }
 
-// reading reads the picture of a job as Status does, without its events:
-// what Follow reads every few seconds, its pods from what n mirrors; and
-// the job.
-func (c *Client) reading(ctx context.Context, ref Ref, n *noticing) (Status, *unstructured.Unstructured, error) {
-	obj, err := c.get(ctx, ref)
-	if err != nil {
-		return Status{}, nil, err
-	}
-	s, _, _, err := c.read(ctx, obj, n)
-	return s, obj, err
-}
-
 // get reads a job (the one Find found, the first time): NotFound when it
 // is not there, NotServed when its kind is not.
 func (c *Client) get(ctx context.Context, ref Ref) (*unstructured.Unstructured, error) {
@@ -299,15 +287,22 @@ func (c *Client) get(ctx context.Context, ref Ref) (*unstructured.Unstructured, 
 	return obj, nil
 }
 
-// read reads the picture of a job read from the cluster, from its pods and
-// Workload (given with it), and its place in the queue. The pods are read
-// where they are (holder): for a job a MultiKueue manager dispatched, on
-// its worker cluster, with the state of the job's copy there; from what
-// a follower's n mirrors of them, else listed.
-func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured, n *noticing) (Status, []corev1.Pod, *workload, error) {
-	var notes []string
+// readJob reads the picture of a job read from the cluster, from its pods
+// and Workload, read now.
+func (c *Client) readJob(ctx context.Context, obj *unstructured.Unstructured) (Status, []corev1.Pod, *workload, error) {
 	wl, err := c.workloadOf(ctx, obj)
-	if err := c.note(&notes, "its Kueue Workload", err); err != nil {
+	return c.read(ctx, obj, wl, err, nil)
+}
+
+// read reads the picture of a job read from the cluster, from its pods and
+// its Workload (read with it: wlErr says why it was not), and its place in
+// the queue. The pods are read where they are (holder): for a job a
+// MultiKueue manager dispatched, on its worker cluster, with the state of
+// the job's copy there; from what a follower's n mirrors of them, else
+// listed.
+func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured, wl *workload, wlErr error, n *noticing) (Status, []corev1.Pod, *workload, error) {
+	var notes []string
+	if err := c.note(&notes, "its Kueue Workload", wlErr); err != nil {
 		return Status{}, nil, nil, err
 	}
 	on, worker, err := c.holder(ctx, wl)
@@ -328,7 +323,7 @@ func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured, n *no
 		return s, nil, nil, err
 	}
 	if worker != nil && worker.Unread == "" {
-		copyOn(ctx, on, worker, obj, podList)
+		n.copyOn(ctx, on, worker, obj, podList)
 	}
 	if s.State == Queued {
 		s.Offered = c.offered(ctx, wl)
@@ -418,8 +413,9 @@ type PodSource interface {
 	Watch(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// restPods lists pods with a REST client of core/v1, in protobuf.
-type restPods struct{ client restclient.Interface }
+// restPods lists pods with a REST client of core/v1, in protobuf, and
+// watches them with one without a timeout (see Client.Watches).
+type restPods struct{ client, watches restclient.Interface }
 
 func (r restPods) Pods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {
 	list := &corev1.PodList{}
@@ -429,7 +425,7 @@ func (r restPods) Pods(ctx context.Context, namespace string, opts metav1.ListOp
 
 func (r restPods) Watch(ctx context.Context, namespace string, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return r.client.Get().Namespace(namespace).Resource("pods").VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
+	return r.watches.Get().Namespace(namespace).Resource("pods").VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
 }
 
 // podsOf lists a job's pods: by the label its controller gives them, or (T9k)

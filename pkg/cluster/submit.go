@@ -77,7 +77,7 @@ func (c *Client) Submit(ctx context.Context, job *Job, force bool) (Submission, 
 		return done, fmt.Errorf("the %s is a part of %s %q, which made it: submitting would replace a part of another job; choose another jobName",
 			ref, owner.Kind, owner.Name)
 	default:
-		status, _, _, err := c.read(ctx, old, nil)
+		status, _, _, err := c.readJob(ctx, old)
 		if err != nil {
 			return done, err
 		}

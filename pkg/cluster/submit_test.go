@@ -148,7 +148,7 @@ func TestSubmitGivesUpWaitingForAJobThatIsNotDeleted(t *testing.T) {
 			return true, nil, nil
 		})
 	}, appWrapper("{phase: Failed}"))
-	client.Poll = time.Millisecond
+	client.DeletionWait = 150 * time.Millisecond
 	_, err := client.Submit(context.Background(), submitted(t), false)
 	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" is still being deleted after 150ms (finalizers: workload.codeflare.dev/finalizer): `+
 		`what should delete it may be down; see it with generator status demo -n ml`)

@@ -294,16 +294,30 @@ func (c *Client) holder(ctx context.Context, wl *workload) (*Client, *Worker, er
 }
 
 // copyOn reads the worker's copy of a job and its state there, with its
-// pods there; a copy that is gone leaves the state empty.
-func copyOn(ctx context.Context, worker *Client, w *Worker, obj *unstructured.Unstructured, podList []corev1.Pod) {
-	copied, err := worker.get(ctx, Ref{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
+// pods there, from what a follower's n watches of it (else read); a copy
+// that is gone leaves the state empty.
+func (n *noticing) copyOn(ctx context.Context, worker *Client, w *Worker, obj *unstructured.Unstructured, podList []corev1.Pod) {
+	ref := Ref{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	var copied *unstructured.Unstructured
+	var err error
+	var workloadOf func(context.Context, *unstructured.Unstructured) (*workload, error)
+	if n == nil {
+		copied, err = worker.get(ctx, ref)
+		workloadOf = worker.workloadOf
+	} else {
+		if n.copies[worker] == nil {
+			n.copies[worker] = worker.sight(ctx, ref, n.poke)
+		}
+		copied, err = n.copies[worker].object(ctx)
+		workloadOf = n.copies[worker].workloadOf
+	}
 	if err != nil {
 		if !errors.As(err, &NotFound{}) {
 			w.Unread = err.Error()
 		}
 		return
 	}
-	wl, err := worker.workloadOf(ctx, copied)
+	wl, err := workloadOf(ctx, copied)
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
 		w.Unread = err.Error()
 	}

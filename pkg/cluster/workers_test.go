@@ -264,7 +264,7 @@ func TestListOfDispatchedJobs(t *testing.T) {
 // it is left.
 func TestDeleteOfADispatchedJobWaitsForItsCopy(t *testing.T) {
 	manager, _ := managerAndWorker(t, "Running")
-	manager.Poll = time.Millisecond
+	manager.DeletionWait = 150 * time.Millisecond
 	_, err := manager.Delete(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, true)
 	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" is still being deleted after 150ms (its copy on its MultiKueue worker cluster is left): what should delete it may be down; see it with generator status demo -n ml`)
 }

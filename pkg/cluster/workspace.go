@@ -147,7 +147,7 @@ func (c *Client) deleteWorkspace(ctx context.Context, obj *unstructured.Unstruct
 			errs = append(errs, c.failed(err, "reading the ConfigMap "+name+" of the workspace"))
 			continue
 		}
-		if !ownedBy(cm, obj) {
+		if !ownedBy(cm, obj.GetUID()) {
 			continue
 		}
 		uid := cm.GetUID()
@@ -157,14 +157,4 @@ func (c *Client) deleteWorkspace(ctx context.Context, obj *unstructured.Unstruct
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// ownedBy tells whether obj names owner among its owners.
-func ownedBy(obj, owner *unstructured.Unstructured) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == owner.GetUID() {
-			return true
-		}
-	}
-	return false
 }

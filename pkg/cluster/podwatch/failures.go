@@ -35,7 +35,10 @@ type Job interface {
 // Watch is where a failure watch reads: the job's pods (listed with opts,
 // those Owns keeps), the Warning events of their namespace, and the logs
 // of their containers. Busy counts the work under way: the changes listed
-// or watched and not yet taken in, and what Job does with them.
+// or watched and not yet taken in, and what Job does with them. Moved,
+// when not nil, is called once each change of the pods (a pod listed,
+// changed or deleted) is taken in, its failures handed on first: the
+// follower reads the job again.
 type Watch struct {
 	Pods     ListWatch
 	Opts     metav1.ListOptions
@@ -43,6 +46,7 @@ type Watch struct {
 	Warnings ListWatch
 	Logs     LogSource
 	Busy     *atomic.Int64
+	Moved    func()
 }
 
 // failures notices the failures of a job's pods while it is followed, each
@@ -65,6 +69,9 @@ type failures struct {
 	// read counts the failures of each attempt whose log's last lines
 	// were read: when many pods fail at once, the first few say why.
 	read map[int]int
+	// listed: the pods' first list has been taken in (WatchFailures
+	// holds it before it returns, so its pods are no news to Moved).
+	listed bool
 }
 
 // WatchFailures mirrors the pods of a job and the Warning events about
@@ -101,7 +108,6 @@ func (f *failures) run(ctx context.Context) {
 			return
 		case c := <-f.podChanges:
 			f.podChanged(ctx, c)
-			busy.Add(-1)
 		case c := <-f.warningChanges:
 			// A warning is about a pod: the pods' changes at hand are read
 			// first, so that a pod told of by both is known by then.
@@ -110,7 +116,6 @@ func (f *failures) run(ctx context.Context) {
 				select {
 				case p := <-f.podChanges:
 					f.podChanged(ctx, p)
-					busy.Add(-1)
 				default:
 					break pending
 				}
@@ -144,8 +149,17 @@ func (f *failures) warning(ctx context.Context, c Change) {
 }
 
 // podChanged takes in a change of the job's pods: the failures a pod
-// shows, then the pod itself, for its job.
+// shows, then the pod itself, for its job; then says that the pods moved,
+// once they were listed first.
 func (f *failures) podChanged(ctx context.Context, c Change) {
+	defer f.watch.Busy.Add(-1)
+	if f.listed && f.watch.Moved != nil {
+		defer f.watch.Moved()
+	}
+	if c.Obj == nil {
+		f.listed = true
+		return
+	}
 	pod, ok := c.Obj.(*corev1.Pod)
 	if !ok || c.Deleted {
 		return

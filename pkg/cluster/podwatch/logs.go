@@ -50,6 +50,11 @@ type Container[T any] struct {
 	HasLog bool
 	Ended  *time.Time
 	Tag    T
+	// Status is what its pod says of the container instance (its status,
+	// written out): a followed log that could not be read is tried again
+	// once it says something else (the container started, is ready, has
+	// ended).
+	Status string
 }
 
 // Line is a line of a container's log, without its newline, with its
@@ -72,6 +77,9 @@ type Logs[T any] struct {
 	follow, timestamps bool
 	line               func(Line[T])
 	note               func(string)
+	// again is called when a followed log that ended before its container
+	// may be read again (see instance.until).
+	again func()
 	// stop ends the reading of every log.
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -101,14 +109,42 @@ type instance struct {
 	// container ran: the kubelet ends a followed log when its container
 	// ends, and a container that ended by then needs no read again.
 	closed time.Time
+	// A followed log whose read ended before its container (or whose
+	// read the API server refused: no log to give yet, its node gone) is
+	// read again once its pod says something else of the container than
+	// when it was read (at), which the pod's watch tells; one whose read
+	// ended while its container ran is read again after a while too
+	// (until), longer each time it ends again without a line (early). A
+	// log whose read the cluster did not answer is read again at once,
+	// when the cluster answers again.
+	held  bool
+	at    string
+	until time.Time
+	early int
+}
+
+// The time before a followed log that came to its end while its
+// container ran is read again: from firstAgain, twice as long each time
+// it ends again without a line, up to lastAgain.
+const (
+	firstAgain = time.Second
+	lastAgain  = time.Minute
+)
+
+// due tells whether a followed log that is not being read may be read
+// again, its container's status now that.
+func (inst *instance) due(status string) bool {
+	return !inst.held || status != inst.at || !inst.until.IsZero() && !time.Now().Before(inst.until)
 }
 
 // NewLogs reads the logs of pods of a namespace, following them or not
 // (with the kubelet's time on each line, or not), until the context it
-// gives ends (or Stop). line and note are called one at a time.
-func NewLogs[T any](ctx context.Context, namespace string, follow, timestamps bool, line func(Line[T]), note func(string)) (*Logs[T], context.Context) {
+// gives ends (or Stop). line and note are called one at a time. Followed,
+// again is called when a log that came to its end while its container ran
+// may be read again: the follower then reads the pods and calls Read.
+func NewLogs[T any](ctx context.Context, namespace string, follow, timestamps bool, line func(Line[T]), note func(string), again func()) (*Logs[T], context.Context) {
 	ctx, stop := context.WithCancel(ctx)
-	return &Logs[T]{namespace: namespace, follow: follow, timestamps: timestamps, line: line, note: note, stop: stop, started: map[string]*instance{}}, ctx
+	return &Logs[T]{namespace: namespace, follow: follow, timestamps: timestamps, line: line, note: note, again: again, stop: stop, started: map[string]*instance{}}, ctx
 }
 
 // Aside runs say between two lines, not during one: what is said besides
@@ -133,10 +169,13 @@ func (l *Logs[T]) Streams() int {
 // holds the pods), and what a log that cannot be read means there:
 // Unreadable gives the error that holds for every log and ends the
 // reading (no right to read them, a cluster gone), or nil for one log's
-// own (its pod gone), which is noted, or which a follower tries again.
+// own (its pod gone), which is noted, or which a follower tries again:
+// at once when Unreached says the cluster could not be reached, else once
+// the log's pod has changed.
 type From struct {
 	Source     LogSource
 	Unreadable func(error) error
+	Unreached  func(error) bool
 }
 
 // read is one container instance's log to read: its container, where
@@ -166,7 +205,7 @@ func (l *Logs[T]) Read(ctx context.Context, from From, opts LogOptions, containe
 		o := opts
 		o.Container = c.Name
 		switch {
-		case !c.HasLog || seen && (inst.reading || inst.ended):
+		case !c.HasLog || seen && (inst.reading || inst.ended || !inst.due(c.Status)):
 			continue
 		case seen:
 			// Taken up again where the last read stopped.
@@ -182,7 +221,7 @@ func (l *Logs[T]) Read(ctx context.Context, from From, opts LogOptions, containe
 				restarted = append(restarted, fmt.Sprintf("%s: container %s restarted (%d restarts); its new log follows", c.Label, c.Name, c.Restarts))
 			}
 		}
-		inst.reading, inst.ended = true, c.Ended != nil
+		inst.reading, inst.ended, inst.held = true, c.Ended != nil, false
 		r := read[T]{c: c, from: from, opts: o}
 		if l.follow {
 			r.inst = inst
@@ -233,12 +272,17 @@ func (l *Logs[T]) read(ctx context.Context, r read[T], line func(Line[T])) {
 		case all != nil:
 			l.fail(all)
 		case r.inst != nil:
-			// The cluster may be gone for a while, the container not
-			// ready to give its log yet, or its pod gone (a retry deletes
-			// them): the next Read tries again, if the pod is still
+			// The cluster may be gone for a while: the next Read tries
+			// again. Or the API server answered that the container has
+			// no log to give yet (it has not started, its node does not
+			// answer), or that its pod is gone (a retry deletes them):
+			// it is tried again once the pod has changed, if it is still
 			// there.
 			l.mu.Lock()
 			r.inst.ended = false
+			if !r.from.Unreached(err) {
+				r.inst.held, r.inst.at, r.inst.until = true, r.c.Status, time.Time{}
+			}
 			l.mu.Unlock()
 		default:
 			// The pod may be gone: say so, and go on with the others.
@@ -248,26 +292,51 @@ func (l *Logs[T]) read(ctx context.Context, r read[T], line func(Line[T])) {
 	}
 	defer rc.Close()
 	reader := bufio.NewReader(rc)
-	// replayed counts the lines of this read of the last line's time.
-	replayed := 0
+	// replayed counts the lines of this read of the last line's time;
+	// fresh whether one was handed on.
+	replayed, fresh := 0, false
 	for {
 		text, err := reader.ReadString('\n')
 		if r.inst != nil && err != nil {
 			// A line cut short comes whole when the log is taken up again.
 			l.mu.Lock()
+			defer l.mu.Unlock()
 			r.inst.ended = r.inst.ended && err == io.EOF
-			if err == io.EOF && !r.inst.ended {
-				r.inst.closed = time.Now()
+			if !r.inst.ended && ctx.Err() == nil {
+				l.readAgain(r.inst, r.c.Status, err == io.EOF, fresh)
 			}
-			l.mu.Unlock()
 			return
 		}
 		if text = strings.TrimSuffix(text, "\n"); text != "" && (r.inst == nil || l.fresh(r.inst, &text, &replayed)) {
+			fresh = true
 			line(Line[T]{Pod: r.c.Pod, Label: r.c.Label, Tag: r.c.Tag, Text: text})
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// readAgain holds a followed log whose read ended before its container
+// did (l.mu held), its container's status that, until its pod says
+// something else of it or a while has passed: its container may have
+// ended, which its pod will say, or the kubelet or the API server ended
+// the read (a restart, a connection lost). A log whose reads end again and again without a line (fresh)
+// waits longer each time. One that came to its end (atEnd) is not read
+// again if its container turns out to have ended by then (closed).
+func (l *Logs[T]) readAgain(inst *instance, status string, atEnd, fresh bool) {
+	now := time.Now()
+	if atEnd {
+		inst.closed = now
+	}
+	if fresh {
+		inst.early = 0
+	}
+	wait := min(firstAgain<<inst.early, lastAgain)
+	inst.early = min(inst.early+1, 8)
+	inst.held, inst.at, inst.until = true, status, now.Add(wait)
+	if l.again != nil {
+		time.AfterFunc(wait, l.again)
 	}
 }
 

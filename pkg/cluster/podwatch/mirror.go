@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +67,7 @@ type Mirror struct {
 // counts the changes handed on and not yet taken in (the receiver counts
 // them down).
 func NewMirror(lw ListWatch, opts metav1.ListOptions, keep func(metav1.Object) bool, changes chan Change, handed *atomic.Int64) *Mirror {
-	return &Mirror{lw: lw, opts: opts, keep: keep, changes: changes, handed: handed}
+	return &Mirror{lw: lw, opts: opts, keep: keep, changes: changes, handed: handed, asks: make(chan chan []metav1.Object)}
 }
 
 // Change is an object of a mirror listed or changed, or deleted; one
@@ -105,10 +106,20 @@ func (m *Mirror) begin(ctx context.Context) (*started, error) {
 	return &started{items: items, version: version, watch: w}, nil
 }
 
+// watchTimeout is the least time the API server is asked to keep a watch
+// open; each watch asks for up to twice as long, at random, as client-go's
+// reflector does, so that the watches of many followers do not all end,
+// and open again, at once. The API server otherwise ends a watch when it
+// likes (between its --min-request-timeout and twice it), and the client
+// has no timeout of its own for a watch (see cluster's Client.Watches).
+const watchTimeout = 5 * time.Minute
+
 // open opens the watch from a version; errRelist when it is gone.
 func (m *Mirror) open(ctx context.Context, version string) (watch.Interface, error) {
 	opts := m.opts
 	opts.ResourceVersion, opts.AllowWatchBookmarks = version, true
+	timeout := int64(watchTimeout.Seconds() * (1 + rand.Float64()))
+	opts.TimeoutSeconds = &timeout
 	w, err := m.lw.Watch(ctx, opts)
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return nil, errRelist
@@ -121,7 +132,6 @@ func (m *Mirror) open(ctx context.Context, version string) (watch.Interface, err
 // and whatever changes after is seen. The error is the list's or the
 // watch's.
 func (m *Mirror) Start(ctx context.Context, again func(error) bool) error {
-	m.asks = make(chan chan []metav1.Object)
 	s, err := m.begin(ctx)
 	if err != nil {
 		return err
@@ -231,11 +241,24 @@ func (m *Mirror) keepUp(ctx context.Context, s *started) error {
 	}
 }
 
+// ErrShortWatch is a watch that ended as soon as it was open, without a
+// change: client-go opens an empty watch for a request that met a lost
+// connection or a timeout, so that its caller tries again; a mirror tries
+// again as after any error, listing first, whose answer says whether the
+// cluster answers.
+var ErrShortWatch = errors.New("the watch ended as soon as it was open")
+
+// shortWatch is how soon a watch that ends without a change is taken for
+// ErrShortWatch, as client-go's reflector takes it.
+const shortWatch = time.Second
+
 // follow takes in a watch's events until it ends, answering the readers'
 // questions meanwhile, and gives the version seen last; the error is
-// errRelist when that version is gone, ctx's when it ended first.
+// errRelist when that version is gone, the API server's when the watch
+// broke, ErrShortWatch when it ended at once, ctx's when it ended first.
 func (m *Mirror) follow(ctx context.Context, w watch.Interface, version string) (string, error) {
 	defer w.Stop()
+	opened, from := time.Now(), version
 	for {
 		select {
 		case <-ctx.Done():
@@ -243,6 +266,9 @@ func (m *Mirror) follow(ctx context.Context, w watch.Interface, version string) 
 		case event, ok := <-w.ResultChan():
 			if err := m.take(ctx, event, ok, &version); err != nil {
 				return version, err
+			}
+			if !ok && version == from && time.Since(opened) < shortWatch {
+				return version, ErrShortWatch
 			}
 			if !ok {
 				return version, nil
@@ -272,7 +298,14 @@ func (m *Mirror) take(ctx context.Context, event watch.Event, ok bool, version *
 		return nil
 	}
 	if event.Type == watch.Error {
-		return errRelist
+		// The version is gone (410), or the watch broke: the API server
+		// said why, or the client could not read its stream (a
+		// connection lost), which again is asked about.
+		err := apierrors.FromObject(event.Object)
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return errRelist
+		}
+		return err
 	}
 	obj, isObject := event.Object.(metav1.Object)
 	if !isObject {
@@ -372,7 +405,7 @@ func (lw ListWatch) Drain(ctx context.Context, opts metav1.ListOptions, stillThe
 	defer cancel()
 	m := &Mirror{lw: lw, opts: opts, keep: stillThere, changes: make(chan Change)}
 	ended := make(chan error, 1)
-	go func() { ended <- m.run(ctx, func(error) bool { return false }, nil) }()
+	go func() { ended <- m.run(ctx, func(err error) bool { return errors.Is(err, ErrShortWatch) }, nil) }()
 	for {
 		if left, synced := m.kept(); synced && len(left) == 0 {
 			return nil, nil

@@ -2,6 +2,7 @@ package podwatch
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -119,4 +120,72 @@ func TestDrain(t *testing.T) {
 	}
 	_, err = forbidden.Drain(context.Background(), metav1.ListOptions{}, nil)
 	require.True(t, apierrors.IsForbidden(err), err)
+}
+
+// A mirror's watch asks the API server to end it after 5 to 10 minutes,
+// as client-go's reflector does, with bookmarks. A watch that ends as soon
+// as it is open without a change (client-go's empty watch, for a
+// connection lost) and one that breaks (an error event, such as the
+// client's when it could not read the stream) are told to again, then
+// the objects are listed again; one whose version is gone (410) is
+// listed again at once.
+func TestMirrorWatchesEnd(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	source := &fakePods{pods: []metav1.Object{pod("a", "1")}, version: "1", watches: make(chan *watch.FakeWatcher, 4)}
+	lw := source.listWatch()
+	var asked sync.Mutex
+	var timeouts []int64
+	watchOf := lw.Watch
+	lw.Watch = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		require.True(t, opts.AllowWatchBookmarks)
+		asked.Lock()
+		timeouts = append(timeouts, *opts.TimeoutSeconds)
+		asked.Unlock()
+		return watchOf(ctx, opts)
+	}
+	told := make(chan error, 4)
+	changes := make(chan Change, 16)
+	m := NewMirror(lw, metav1.ListOptions{}, nil, changes, nil)
+	require.NoError(t, m.Start(ctx, func(err error) bool { told <- err; return true }))
+	listed := func() {
+		t.Helper()
+		for {
+			select {
+			case c := <-changes:
+				if c.Obj == nil {
+					return
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("not listed again")
+			}
+		}
+	}
+	listed()
+
+	// Ended at once, without a change.
+	(<-source.watches).Stop()
+	require.ErrorIs(t, <-told, ErrShortWatch)
+	listed()
+	require.Equal(t, 2, source.lists)
+
+	// Broken: the client could not read the stream.
+	broken := apierrors.NewInternalError(errors.New("unable to decode an event from the watch stream: http2: client connection lost"))
+	(<-source.watches).Error(&broken.ErrStatus)
+	require.True(t, apierrors.IsInternalError(<-told))
+	listed()
+	require.Equal(t, 3, source.lists)
+
+	// Its version gone: listed again, without a word to again.
+	expired := apierrors.NewResourceExpired("too old resource version")
+	(<-source.watches).Error(&expired.ErrStatus)
+	listed()
+	require.Equal(t, 4, source.lists)
+	require.Empty(t, told)
+	asked.Lock()
+	defer asked.Unlock()
+	for _, timeout := range timeouts {
+		require.GreaterOrEqual(t, timeout, int64(300))
+		require.Less(t, timeout, int64(600))
+	}
 }

@@ -70,7 +70,7 @@ func checkWith(t *testing.T, client *cluster.Client, yaml string, ws *workspace.
 // fake is a client of a fake cluster, in namespace ml.
 func fake(t *testing.T, f clustertest.Fake) *cluster.Client {
 	dyn, disc := f.Clients(t)
-	return &cluster.Client{Dynamic: dyn, Discovery: disc, PodSource: clustertest.Pods{Dynamic: dyn}, ObjectSource: clustertest.Objects{Dynamic: dyn}, Namespace: "ml", Server: "https://fake"}
+	return &cluster.Client{Dynamic: dyn, Watches: dyn, Discovery: disc, PodSource: clustertest.Pods{Dynamic: dyn}, ObjectSource: clustertest.Objects{Dynamic: dyn}, Namespace: "ml", Server: "https://fake"}
 }
 
 const helloworld = `jobName: hello
