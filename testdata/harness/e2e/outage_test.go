@@ -149,6 +149,13 @@ type running struct {
 // waiting for it.
 func (s *sim) background(t *testing.T, args ...string) *running {
 	t.Helper()
+	return s.backgroundWith(t, nil, args...)
+}
+
+// backgroundWith starts the generator as background does, with more
+// variables in its environment.
+func (s *sim) backgroundWith(t *testing.T, env []string, args ...string) *running {
+	t.Helper()
 	replacer := strings.NewReplacer("ADMIN", s.cluster.Kubeconfig, "RESEARCHER", s.researcher)
 	var replaced []string
 	for _, arg := range args {
@@ -158,7 +165,7 @@ func (s *sim) background(t *testing.T, args ...string) *running {
 	r := &running{args: strings.Join(args, " "), done: make(chan struct{})}
 	r.cmd = exec.CommandContext(ctx, s.generator, replaced...)
 	r.cmd.Dir = cases.Path(t, "testdata", "sim")
-	r.cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig, "KUBECACHEDIR="+t.TempDir(), "XDG_CACHE_HOME="+s.cache)
+	r.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig, "KUBECACHEDIR="+t.TempDir(), "XDG_CACHE_HOME="+s.cache), env...)
 	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.err
 	require.NoError(t, r.cmd.Start())
 	go func() {

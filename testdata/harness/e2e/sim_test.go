@@ -61,6 +61,7 @@ func TestSimulatedCluster(t *testing.T) {
 		t.Run("cascade", inParallel(s.cascade))
 		t.Run("multikueue", inParallel(s.multiKueue))
 		t.Run("gitops", inParallel(s.gitops))
+		t.Run("followers", inParallel(s.followers))
 		t.Run("in-turn", inParallel(func(t *testing.T) {
 			t.Run("webhooks", s.webhooks)
 			t.Run("access", s.access)
