@@ -19,13 +19,14 @@ import (
 // followers counts what a follower asks of the API server (its API log,
 // cluster.APILogVariable) while the job it follows does not change:
 // submit --wait of a job of 2 pods that runs 2 minutes, and logs -f of it
-// for a minute while it runs. Each lists and watches the job, its
-// Workload, its pods and their events once, and is told what changes: in
-// all, at most 20 requests after the submit, and at most 10 for logs -f
-// but for one log a pod; and none at all in the quiet minute in the middle
-// but for a watch the API server ended (so that the count does not grow
-// with the time followed). The pods are kwok's, in e2e.SimScaleNamespace,
-// where kwok serves their logs.
+// for a minute while it runs. Each watches the job, its Workload, its pods
+// and their events, and is told what changes: at most 20 requests after
+// the submit; for logs -f, once it has found the job (a GET of each kind
+// of that name), at most 10 but for the logs, one a pod and the start of
+// the log of the pod of rank 0 (its setup commands); and none at all in
+// the quiet middle but for a watch the API server ended, so that the
+// counts do not grow with the time followed. The pods are kwok's, in
+// e2e.SimScaleNamespace, where kwok serves their logs.
 func (s *sim) followers(t *testing.T) {
 	const name, pods = "quiet", 2
 	ns := e2e.SimScaleNamespace
@@ -79,17 +80,20 @@ podAnnotations:
 	// logs -f: one log a pod, and a few requests more.
 	requests = readAPILog(t, logsLog)
 	var others []cluster.APIRequest
-	logReads := 0
+	finding, logReads := 0, 0
 	for _, req := range requests {
-		if path, _, _ := strings.Cut(req.URL, "?"); strings.HasSuffix(path, "/log") {
+		switch path, _, _ := strings.Cut(req.URL, "?"); {
+		case strings.HasSuffix(path, "/"+name):
+			finding++
+		case strings.HasSuffix(path, "/log"):
 			logReads++
-		} else {
+		default:
 			others = append(others, req)
 		}
 	}
-	t.Logf("logs -f: %d requests and %d logs:\n%s", len(others), logReads, requestLines(requests))
-	require.Equal(t, pods, logReads, "the logs read by logs -f")
-	require.LessOrEqual(t, len(others), 10, "the requests of logs -f but its logs")
+	t.Logf("logs -f: %d requests to find the job, %d after, and %d logs:\n%s", finding, len(others), logReads, requestLines(requests))
+	require.Equal(t, pods+1, logReads, "the logs read by logs -f")
+	require.LessOrEqual(t, len(others), 10, "the requests of logs -f but its logs, once it found the job")
 	quietly(t, "logs -f", requests)
 }
 
