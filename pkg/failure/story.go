@@ -201,26 +201,18 @@ func (e SetupError) Tell(number, of int) string { return attemptOf(number, of) +
 const excerptLines = 8
 
 // Excerpt is what matters of the failure's lines: the traceback of the
-// program's error, the shell's line, torchrun's error; none when torchrun's
-// summary said all there is (a rank's exit code, which the failure's line
-// says); else the last few.
+// program's error (of its process's lines, where they are prefixed), the
+// shell's line, torchrun's error; none when torchrun's summary said all
+// there is (a rank's exit code, which the failure's line says); else the
+// last few.
 func (f Failure) Excerpt() []string {
 	c := f.Cause
 	var out []string
 	if c.Shell != "" {
 		out = append(out, c.Shell)
 	}
-	end := slices.IndexFunc(f.Lines, func(l string) bool { return strings.HasSuffix(strings.TrimSpace(l), c.Error) })
-	switch {
-	case c.Error != "" && end >= 0:
-		start := end
-		for start > 0 && !strings.HasSuffix(f.Lines[start], "Traceback (most recent call last):") {
-			start--
-		}
-		block := f.Lines[start : end+1]
-		if !strings.HasSuffix(block[0], "Traceback (most recent call last):") {
-			block = block[len(block)-1:]
-		}
+	switch block := f.traceback(); {
+	case len(block) > 0:
 		if len(block) > excerptLines {
 			block = append([]string{block[0], "..."}, block[len(block)-excerptLines+2:]...)
 		}
@@ -231,6 +223,37 @@ func (f Failure) Excerpt() []string {
 		out = append(out, f.Lines[max(0, len(f.Lines)-5):]...)
 	}
 	return out
+}
+
+// traceback is the traceback of the failure's error, as its lines have it:
+// those of the error's process from its start to the error's line; the
+// error's line alone without one; none when the lines do not have it.
+func (f Failure) traceback() []string {
+	c := f.Cause
+	if c.Error == "" {
+		return nil
+	}
+	rank := &summaryEntry{rank: c.Rank, localRank: c.LocalRank}
+	end := slices.IndexFunc(f.Lines, func(l string) bool {
+		p, text := whose(l)
+		return strings.HasSuffix(strings.TrimSpace(text), c.Error) && (p.key() == "" || p.of(rank))
+	})
+	if end < 0 {
+		return nil
+	}
+	own, _ := whose(f.Lines[end])
+	var block []string
+	for i := end; i >= 0; i-- {
+		if p, _ := whose(f.Lines[i]); p.key() != own.key() {
+			continue
+		}
+		block = append(block, f.Lines[i])
+		if strings.HasSuffix(f.Lines[i], "Traceback (most recent call last):") {
+			slices.Reverse(block)
+			return block
+		}
+	}
+	return block[:1]
 }
 
 // Node says the node the attempt's root cause failed on; and, when the
