@@ -1,10 +1,12 @@
 package failure
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Attempt is one run of a job: the first, or one after a retry (an
@@ -36,15 +38,26 @@ func (s Story) Attempt(n int) (Attempt, bool) {
 	return Attempt{}, false
 }
 
-// Root is the failure of the attempt that likely caused the others: a
+// Root is the failure of the attempt that likely caused the others: the
+// first of its roots.
+func (a Attempt) Root() (Failure, bool) {
+	roots := a.roots()
+	if len(roots) == 0 {
+		return Failure{}, false
+	}
+	return roots[0], true
+}
+
+// roots are the failures of the attempt that likely caused the others: a
 // preemption by Kueue when it is the latest failure (the job ran again
 // after an earlier one); else the first to fail (failedAt) of those that
 // are not consequences of another (a container stopped by SIGTERM, a
 // process that lost its peer or timed out waiting for it, a pod deleted in
-// an attempt Kueue preempted); else the first to fail.
-func (a Attempt) Root() (Failure, bool) {
+// an attempt Kueue preempted), with those of other pods that failed at
+// once with it, which no clock orders (atOnce); else the first to fail.
+func (a Attempt) roots() []Failure {
 	if len(a.Failures) == 0 {
-		return Failure{}, false
+		return nil
 	}
 	failures := inTime(a.Failures)
 	preempted := slices.ContainsFunc(failures, func(f Failure) bool { return f.Reason == Preempted })
@@ -55,17 +68,38 @@ func (a Attempt) Root() (Failure, bool) {
 		}
 	}
 	if len(causes) > 0 && causes[len(causes)-1].Reason == Preempted {
-		return causes[len(causes)-1], true
+		return causes[len(causes)-1:]
 	}
-	for _, f := range causes {
-		if f.Reason != Preempted {
-			return f, true
+	causes = slices.DeleteFunc(causes, func(f Failure) bool { return f.Reason == Preempted })
+	if len(causes) == 0 {
+		return failures[:1]
+	}
+	roots := causes[:1]
+	for _, f := range causes[1:] {
+		if atOnce(causes[0], f) && !slices.ContainsFunc(roots, func(r Failure) bool { return r.Pod == f.Pod }) {
+			roots = append(roots, f)
 		}
 	}
-	return failures[0], true
+	return roots
 }
 
-// Headline says the attempt in one line, its root cause first:
+// HasCause tells whether the failures of the attempt hold its root cause:
+// one that is no consequence of another's failure. While they do not (a
+// lost peer alone), the pod whose own failure caused them may still say
+// it (CauseGrace).
+func (a Attempt) HasCause() bool {
+	root, ok := a.Root()
+	return ok && !root.consequence()
+}
+
+// CauseGrace is how long a follower of a job, and run --local, wait for
+// the failures of an attempt's other pods once one failed, and no more: the
+// pod whose rank failed first may end after the pods that lost it, as its
+// torchrun notices the failure (torch 1.13 looks at its processes every
+// 5 s, its --monitor_interval) and stops its other processes.
+const CauseGrace = 10 * time.Second
+
+// Headline says the attempt in one line, its root cause first (Why):
 //
 //	attempt 2 of 4 failed: rank 3 (worker-1, local rank 1) exited 1: ZeroDivisionError: division by zero
 func (a Attempt) Headline() string {
@@ -74,39 +108,87 @@ func (a Attempt) Headline() string {
 	if a.Of > 0 {
 		fmt.Fprintf(&b, " of %d", a.Of)
 	}
-	root, ok := a.Root()
-	if !ok {
+	roots := a.roots()
+	switch {
+	case len(roots) == 0:
 		return b.String() + ": nothing failed was seen"
+	case roots[0].Reason == Preempted:
+		b.WriteString(" was preempted: " + roots[0].Message)
+		if after := a.after(roots); after != "" {
+			b.WriteString("; " + after)
+		}
+	default:
+		b.WriteString(" failed: " + a.Why())
 	}
-	if root.Reason == Preempted {
-		b.WriteString(" was preempted: " + root.Message)
-	} else {
-		b.WriteString(" failed: " + root.String())
-	}
-	if after := a.after(root); after != "" {
-		b.WriteString("; " + after)
-	}
-	if a.Of > 0 && a.Number >= a.Of && root.Reason != Preempted {
+	if a.Of > 0 && a.Number >= a.Of && roots[0].Reason != Preempted {
 		b.WriteString("; no retries left")
 	}
 	return b.String()
 }
 
-// inTime are the failures in the order they failed (failedAt).
+// Why says what failed in the attempt: its root cause, or the pods that
+// failed at once with it, then how the others failed after; "" when
+// nothing failed.
+//
+//	rank 2 (master-0, local rank 2) exited 3 (and 3 other processes); 1 other pod failed after it: 1 lost peer
+//	2 pods failed at once: rank 2 (master-0, local rank 2) exited 3; and rank 5 (worker-0, local rank 1) exited 1: ValueError: bad batch
+func (a Attempt) Why() string {
+	roots := a.roots()
+	var text string
+	switch len(roots) {
+	case 0:
+		return ""
+	case 1:
+		text = roots[0].String()
+	case 2:
+		text = fmt.Sprintf("2 pods failed at once: %s; and %s", roots[0], roots[1])
+	default:
+		text = fmt.Sprintf("%s pods failed at once: %s; %s; and %s more", thousands(len(roots)), roots[0], roots[1], thousands(len(roots)-2))
+	}
+	if after := a.after(roots); after != "" {
+		text += "; " + after
+	}
+	return text
+}
+
+// atOnce tells whether two failures failed at once, as far as their times
+// tell (failedAt): torchrun gives its time of a failure, and the kubelet a
+// container's end, in whole seconds, so such a time is anywhere in its
+// second; run --local's times of a process's end are exact.
+func atOnce(x, y Failure) bool {
+	span := func(t time.Time) (time.Time, time.Time) {
+		if t.Equal(t.Truncate(time.Second)) {
+			return t, t.Add(time.Second)
+		}
+		return t, t
+	}
+	x0, x1 := span(x.failedAt())
+	y0, y1 := span(y.failedAt())
+	return x0.Equal(y0) || x0.Before(y1) && y0.Before(x1)
+}
+
+// inTime are the failures in the order they failed (failedAt), those of
+// one time by pod, container and key, so that the order does not depend on
+// the order in which they were seen.
 func inTime(failures []Failure) []Failure {
 	out := slices.Clone(failures)
-	slices.SortStableFunc(out, func(x, y Failure) int { return x.failedAt().Compare(y.failedAt()) })
+	slices.SortStableFunc(out, func(x, y Failure) int {
+		return cmp.Or(x.failedAt().Compare(y.failedAt()), cmp.Compare(x.Pod, y.Pod), cmp.Compare(x.Container, y.Container), cmp.Compare(x.Key, y.Key))
+	})
 	return out
 }
 
-// after says how the pods other than the root failure's failed, each by
-// its first failure, counted by kind: the consequences of another's
-// failure (Cause.Consequence), containers stopped by SIGTERM, and the
-// other failures.
+// after says how the pods other than the roots' failed, each by its first
+// failure, counted by kind: the consequences of another's failure
+// (Cause.Consequence), containers stopped by SIGTERM, and the other
+// failures.
 //
 //	1,023 other pods failed after it: 1,020 NCCL timeouts, 3 lost peers
-func (a Attempt) after(root Failure) string {
-	seen := map[string]bool{root.Pod: true}
+func (a Attempt) after(roots []Failure) string {
+	seen := map[string]bool{}
+	for _, r := range roots {
+		seen[r.Pod] = true
+	}
 	counts := map[string]int{}
 	n := 0
 	for _, f := range inTime(a.Failures) {
@@ -127,7 +209,7 @@ func (a Attempt) after(root Failure) string {
 	if n == 0 {
 		return ""
 	}
-	text := fmt.Sprintf("%s other %s failed after it", thousands(n), plural(n, "pod", "pods"))
+	text := fmt.Sprintf("%s other %s failed after %s", thousands(n), plural(n, "pod", "pods"), plural(len(roots), "it", "them"))
 	if a.Cut {
 		text = "at least " + text
 	}
