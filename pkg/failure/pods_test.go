@@ -144,7 +144,7 @@ func TestNodeOfTheCause(t *testing.T) {
 		"and tell your platform team, whose node health checks can take it out", s.Node(3))
 	// The same error of the program twice: more likely the program's.
 	s.Attempts[2].Failures[0].Cause.Error = s.Attempts[0].Failures[0].Cause.Error
-	require.Equal(t, "gpu-node-7, where attempts 1 and 3 failed first, with the same error: more likely the program's than the node's", s.Node(3))
+	require.Equal(t, "gpu-node-7, where attempts 1 and 3 failed first, the same way each time: more likely the program's than the node's", s.Node(3))
 	s.Attempts[2].Failures[0].Node = ""
 	require.Empty(t, s.Node(3), "a failure of no node (the job's own)")
 }
@@ -234,4 +234,37 @@ func TestPodsFailedAtOnce(t *testing.T) {
 	require.Equal(t, "worker-0 (container pytorch) exited 2; 1 other pod failed after it", Attempt{Failures: []Failure{x, y}}.Why())
 	z := raised("worker-0", 9, t0, t0.Add(700*time.Millisecond))
 	require.True(t, strings.HasPrefix(Attempt{Failures: []Failure{x, z}}.Why(), "2 pods failed at once: "))
+}
+
+// The node is blamed only when the root causes that failed on it differ:
+// the same rank exiting the same way twice, with its message or without,
+// is more likely the program's; another rank, another exit code or
+// another error points at the node.
+func TestNodeBlamedOnEvidence(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	exited := func(n, rank int, code int32, message string) Attempt {
+		f := Failure{Key: fmt.Sprintf("uid-%d", n), Pod: "job-master-0", Member: "master-0", Container: "pytorch", Node: "process-node-1", Reason: "Error",
+			ExitCode: ptr(int32(1)), At: t0.Add(time.Duration(n) * time.Hour),
+			Cause: Cause{Rank: ptr(rank), LocalRank: ptr(rank), ExitCode: ptr(int(code)), Error: message}}
+		return Attempt{Number: n, Of: 2, Failures: []Failure{f}}
+	}
+	const program = "process-node-1, where attempts 1 and 2 failed first, the same way each time: more likely the program's than the node's"
+	const node = "process-node-1, where attempts 1 and 2 failed first: the node may be at fault; keep the job off it (hostIgnoreList: [process-node-1] in its settings) " +
+		"and tell your platform team, whose node health checks can take it out"
+	for _, c := range []struct {
+		name        string
+		first, then Attempt
+		want        string
+	}{
+		{"rank 1 exits 5 twice, without a message", exited(1, 1, 5, ""), exited(2, 1, 5, ""), program},
+		{"with its message, then without", exited(1, 1, 5, "ValueError: bad lr"), exited(2, 1, 5, ""), program},
+		{"with the same message", exited(1, 1, 5, "ValueError: bad lr"), exited(2, 1, 5, "ValueError: bad lr"), program},
+		{"another rank", exited(1, 1, 5, ""), exited(2, 0, 5, ""), node},
+		{"another exit code", exited(1, 1, 5, ""), exited(2, 1, 6, ""), node},
+		{"another error", exited(1, 1, 5, "ValueError: bad lr"), exited(2, 1, 5, "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"), node},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, Story{Attempts: []Attempt{c.first, c.then}}.Node(2))
+		})
+	}
 }

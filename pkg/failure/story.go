@@ -339,13 +339,13 @@ func (f Failure) traceback() []string {
 }
 
 // Node says the node the attempt's root cause failed on; and, when the
-// root causes of other attempts kept failed on it too, that the node may be
-// at fault, and how to keep the job off it; unless every one of them was
-// the same error of the program, which is then more likely the program's.
-// "" when the node is not known.
+// root causes of other attempts kept failed on it too, and they differ (other
+// ranks, other errors), that the node may be at fault, and how to keep the
+// job off it: the same rank failing the same way is more likely the
+// program's. "" when the node is not known.
 //
 //	gpu-node-7, where attempts 1 and 2 failed first: the node may be at fault; keep the job off it (hostIgnoreList: [gpu-node-7] in its settings) and tell your platform team, whose node health checks can take it out
-//	gpu-node-7, where attempts 1 and 2 failed first, with the same error: more likely the program's than the node's
+//	gpu-node-7, where attempts 1 and 2 failed first, the same way each time: more likely the program's than the node's
 func (s Story) Node(number int) string {
 	a, ok := s.Attempt(number)
 	if !ok {
@@ -356,11 +356,11 @@ func (s Story) Node(number int) string {
 		return ""
 	}
 	var there []string
-	same := root.Cause.Error != ""
+	same := true
 	for _, other := range s.Attempts {
 		if r, ok := other.Root(); ok && r.Node == root.Node {
 			there = append(there, strconv.Itoa(other.Number))
-			same = same && r.Cause.Error == root.Cause.Error
+			same = same && sameWay(r, root)
 		}
 	}
 	if len(there) < 2 {
@@ -368,8 +368,22 @@ func (s Story) Node(number int) string {
 	}
 	text := fmt.Sprintf("%s, where attempts %s and %s failed first", root.Node, strings.Join(there[:len(there)-1], ", "), there[len(there)-1])
 	if same {
-		return text + ", with the same error: more likely the program's than the node's"
+		return text + ", the same way each time: more likely the program's than the node's"
 	}
 	return fmt.Sprintf("%s: the node may be at fault; keep the job off it (hostIgnoreList: [%s] in its settings) and tell your platform team, whose node health checks can take it out",
 		text, root.Node)
+}
+
+// sameWay tells whether two failures are of the same rank (or pod and
+// container) ending the same way: its reason and exit code or signal,
+// and its error where both have one. An error that one says and the other
+// does not is no difference: lines may be cut, or not kept.
+func sameWay(x, y Failure) bool {
+	ending := func(f Failure) string {
+		if f.ExitCode == nil {
+			return f.Reason
+		}
+		return f.Reason + ": " + ended(f, f.Cause)
+	}
+	return x.Who() == y.Who() && ending(x) == ending(y) && (x.Cause.Error == "" || y.Cause.Error == "" || x.Cause.Error == y.Cause.Error)
 }
