@@ -257,3 +257,35 @@ func TestReadAProcessOwnLines(t *testing.T) {
 		"  exitcode  : 1 (pid: 12)",
 	}))
 }
+
+// When torchrun's root cause only lost its peer, a process of its summary
+// that failed of its own is the cause: where the prefixes tell the
+// processes' errors apart, one whose own error is none of a consequence's,
+// or that exited without one (rank 2's exit 3, while the others lost it).
+// Without prefixes, nothing tells whose the errors are, and torchrun's
+// root cause stays.
+func TestReadAnotherProcessFailedFirst(t *testing.T) {
+	lost := func(rank int, prefixed bool) []string {
+		prefix := ""
+		if prefixed {
+			prefix = fmt.Sprintf("[rank%d]: ", rank)
+		}
+		return []string{prefix + "Traceback (most recent call last):", prefix + `  File "/job/mp.py", line 14, in <module>`,
+			prefix + fmt.Sprintf("RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:547] Connection closed by peer [127.0.0.1]:2805%d", rank)}
+	}
+	entry := func(n, rank, code int) []string {
+		return []string{fmt.Sprintf("[%d]:", n), fmt.Sprintf("  rank      : %d (local_rank: %d)", rank, rank), fmt.Sprintf("  exitcode  : %d (pid: %d)", code, 500+rank)}
+	}
+	summary := append(append(append([]string{"Failures:"}, entry(1, 1, 1)...), entry(2, 2, 3)...), "----", "Root Cause (first observed failure):")
+	summary = append(summary, entry(0, 0, 1)...)
+	for _, prefixed := range []bool{true, false} {
+		lines := append(append(lost(0, prefixed), lost(1, prefixed)...), summary...)
+		c := Read(lines)
+		if prefixed {
+			require.Equal(t, Cause{Rank: ptr(2), LocalRank: ptr(2), ExitCode: ptr(3), Others: 2}, c)
+		} else {
+			require.Equal(t, 0, *c.Rank)
+			require.Equal(t, "lost peer", c.Consequence)
+		}
+	}
+}
