@@ -65,8 +65,8 @@ unpacks the packed folder there, as it does in the cluster: what the ignore
 files or the secrets rule leave out is not there either.
 
 The pods' output is written as generator logs writes it, each line after
-its pod's role and index; torchrun is given --tee 3 (PET_TEE), so each
-process's lines come after its local rank ([default1]:). When a container
+its pod's role and index; torchrun is given --tee 2 (PET_TEE), so each
+process's errors come after its local rank ([default1]:). When a container
 fails, the other pods have %s to end on their own and say their own
 failures (the pod whose rank failed first may end after those that lost
 it), then every pod is stopped and the run says which rank failed and why,

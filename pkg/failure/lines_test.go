@@ -205,8 +205,8 @@ func TestReadAPodOfEightProcesses(t *testing.T) {
 
 // Three processes of four raise, each its own error of three lines
 // (testdata/torchrun-1.13, Debian's torch 1.13); torchrun names rank 1.
-// With --tee (run --local's PET_TEE=3), each process's lines come after its
-// prefix: the error told is rank 1's own, its message whole, though its
+// With --tee 2 (run --local's PET_TEE=2), each process's errors come after
+// its prefix: the error told is rank 1's own, its message whole, though its
 // traceback comes after the others', and its excerpt is its own lines.
 // Without, the lines of the processes come amid each other's: the error
 // is one that no prefix gives to rank 1, told as such, without the lines
@@ -214,7 +214,7 @@ func TestReadAPodOfEightProcesses(t *testing.T) {
 func TestReadAProcessOwnLines(t *testing.T) {
 	tee := logLines(t, "three-raise-tee.log")
 	c := Read(tee)
-	require.Equal(t, Cause{Rank: ptr(1), LocalRank: ptr(1), ExitCode: ptr(1), Others: 2, At: at("2026-11-28_19:52:52"),
+	require.Equal(t, Cause{Rank: ptr(1), LocalRank: ptr(1), ExitCode: ptr(1), Others: 2, At: at("2026-11-28_20:04:29"),
 		Error: "RuntimeError: rank 1: the loss is NaN", More: []string{"at step 0, batch 0", "check the learning rate and the data"}}, c)
 	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1))}
 	f.SetLines(tee)

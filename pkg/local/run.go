@@ -249,13 +249,15 @@ func environment(env []string, podDir string) []string {
 	return append(append(all, "TMPDIR="+filepath.Join(podDir, "tmp"), tee), env...)
 }
 
-// tee is torchrun's --tee 3, as the variable torchrun reads it from: each
-// process's output and errors go to a file of its own, which torchrun
+// tee is torchrun's --tee 2, as the variable torchrun reads it from: each
+// process's standard error goes to a file of its own, which torchrun
 // writes on, each line after the process's local rank ([default1]:), so
 // that a failure's message is made of its process's own lines, on torch
-// 1.13 too, which does not prefix them. A container's own PET_TEE, or a
+// 1.13 too, which does not prefix them. Its standard output is left as it
+// is: torchrun tails the two files apart, so a line the process printed
+// before its error could come after it. A container's own PET_TEE, or a
 // --tee of its command line, is taken instead.
-const tee = "PET_TEE=3"
+const tee = "PET_TEE=2"
 
 // distributed tells the variables torchrun and the controllers set, which
 // a pod must not take from the user's shell.

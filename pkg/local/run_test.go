@@ -352,8 +352,8 @@ func TestRunProjectedConfigMaps(t *testing.T) {
 	require.ErrorContains(t, err, `the configmap "job-workspace-1" (volume parts, mounted at `+mount+`) is not here`)
 }
 
-// torchrun is given --tee 3 (PET_TEE), so that each process's lines come
-// after its local rank; unless the container sets its own.
+// torchrun is given --tee 2 (PET_TEE), so that each process's standard
+// error comes after its local rank; unless the container sets its own.
 func TestRunTeesTorchrun(t *testing.T) {
 	script := `echo "PET_TEE=$PET_TEE"`
 	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "\n            env: [{name: PET_TEE, value: '0'}]", ""), local.Options{})
@@ -361,5 +361,5 @@ func TestRunTeesTorchrun(t *testing.T) {
 	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, others, time.Second)
 	require.NoError(t, err)
 	require.Empty(t, failed)
-	require.ElementsMatch(t, []string{"[master-0] PET_TEE=3", "[worker-0] PET_TEE=0"}, out.lines)
+	require.ElementsMatch(t, []string{"[master-0] PET_TEE=2", "[worker-0] PET_TEE=0"}, out.lines)
 }
