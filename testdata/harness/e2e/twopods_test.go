@@ -14,33 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/torchwrap/generator/testdata/cases"
-	"github.com/torchwrap/generator/testdata/harness/e2e"
 )
 
-// twoPodsSettings is the job of the scenario two-pods: 2 pods of 4
-// processes on the fake nodes of e2e.SideRack, running for an hour unless
-// their statuses say otherwise, no retry.
-const twoPodsSettings = `jobName: %s
-namespace: %s
-queueName: default-queue
-containerImage: ghcr.io/foundation-model-stack/base:pytorch-latest-nightly-20230126
-numPods: 2
-numCpusPerPod: 100m
-numGpusPerPod: 0
-totalMemoryPerPod: 128Mi
-torchrun:
-  nprocPerNode: 4
-mainProgram: mp.py
-nodeSelector:
-  %s: %s
-retryLimit: 0
-podAnnotations:
-  sim.torchwrap.dev/run-for: 1h
-`
-
-// Two pods, the root cause in one and its consequences in the other, as
-// torch 2.11 writes them (pkg/failure/testdata/two-pods-cpu): rank 2 of
-// master-0 exits 3, the four ranks of worker-0 lose their peer. Both
+// Two pods of 4 processes, no retry (failingSettings), the root cause in one
+// and its consequences in the other, as torch 2.11 writes them
+// (pkg/failure/testdata/two-pods-cpu): rank 2 of master-0 exits 3, the four
+// ranks of worker-0 lose their peer. Both
 // training containers are written ended in one second, as the kubelet
 // writes them, with those lines as their termination messages (kwok serves
 // no logs here: a follower reads the same lines from a pod's log), one pod
@@ -64,7 +43,7 @@ func (s *sim) twoPods(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			file := filepath.Join(dir, name+".settings.yaml")
-			require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(twoPodsSettings, name, namespace, e2e.RackLabel, e2e.SideRack)), 0o644))
+			require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(failingSettings, name, namespace, 2, 4, sideNode, 0)), 0o644))
 			follower := s.background(t, "submit", "-f", file, "--kubeconfig", "ADMIN", "--wait", "--timeout", "5m")
 			defer kubectl(t, s.cluster, nil, "delete", "appwrapper", name, "-n", namespace, "--ignore-not-found", "--wait=true")
 			var byMember map[string]string
