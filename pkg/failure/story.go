@@ -74,7 +74,7 @@ func (a Attempt) roots() []Failure {
 	if len(causes) == 0 {
 		return failures[:1]
 	}
-	roots := causes[:1]
+	roots := []Failure{causes[0]}
 	for _, f := range causes[1:] {
 		if atOnce(causes[0], f) && !slices.ContainsFunc(roots, func(r Failure) bool { return r.Pod == f.Pod }) {
 			roots = append(roots, f)
