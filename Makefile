@@ -51,8 +51,9 @@ e2e:
 
 ## e2e-local: generator run --local on this machine's PyTorch (Debian's, gloo
 ## on CPU): the process nodes' job of each kind that runs here, a failing rank,
-## a setup command that fails, Ctrl-C, a claim not mapped, and a new user's
-## first job from generator init
+## a pod of 8 processes of which one raises and of which 7 raise, a setup
+## command that fails, Ctrl-C, a claim not mapped, and a new user's first job
+## from generator init
 e2e-local: sim-deps
 	cd $(HARNESS) && $(GO) test -tags e2e -count=1 -timeout 20m -v -run '^TestRunLocal$$' ./e2e/
 

@@ -41,7 +41,7 @@ func newRun(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --local [-f] settings.yaml",
 		Short: "Run the job's pods as processes of this machine, to find its mistakes before it queues for GPUs",
-		Long: `run --local renders the job as render does and runs its pods here, as
+		Long: fmt.Sprintf(`run --local renders the job as render does and runs its pods here, as
 processes of this machine, before the job waits in a queue for GPUs: each
 pod's init containers, then its containers (the launch script, its setup
 commands and torchrun), with the variables the kind's controller and the
@@ -65,9 +65,13 @@ unpacks the packed folder there, as it does in the cluster: what the ignore
 files or the secrets rule leave out is not there either.
 
 The pods' output is written as generator logs writes it, each line after
-its pod's role and index. When a container fails, every pod is stopped and
-the run says which rank failed and why; its exit code is then 1. Ctrl-C
-stops every process the pods started.`,
+its pod's role and index; torchrun is given --tee 2 (PET_TEE), so each
+process's errors come after its local rank ([default1]:). When a container
+fails, the other pods have %s to end on their own and say their own
+failures (the pod whose rank failed first may end after those that lost
+it), then every pod is stopped and the run says which rank failed and why,
+and how the other pods failed after it; its exit code is then 1. Ctrl-C
+stops every process the pods started.`, failure.CauseGrace),
 		Example: `  generator run --local -f settings.yaml
   generator run --local -f settings.yaml --pods 2 --set torchrun.nprocPerNode=1
   generator run --local -f settings.yaml --map pvc/my-data=./data --map secret/hf-token=./token.env
@@ -173,16 +177,17 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 	}
 	w := logWriter{w: s.Out, color: terminalWidth(s.Out) > 0 && os.Getenv("NO_COLOR") == ""}
 	setupFailed := map[string]bool{}
-	failed, err := plan.Run(ctx, w.line, func(e failure.SetupError) {
+	failures, err := plan.Run(ctx, w.line, func(e failure.SetupError) {
 		setupFailed[e.Pod] = true
 		fmt.Fprintln(s.Err, e)
-	}, local.Grace)
-	switch {
+	}, failure.CauseGrace, local.Grace)
+	failed := failure.Attempt{Number: 1, Failures: failures}
+	switch root, ok := failed.Root(); {
 	case err != nil:
 		return err
-	case failed != nil:
-		fmt.Fprintf(s.Err, "%s failed here: %s\n", result.name, failed)
-		for _, line := range failed.Excerpt() {
+	case ok:
+		fmt.Fprintf(s.Err, "%s failed here: %s\n", result.name, failed.Why())
+		for _, line := range root.Excerpt() {
 			fmt.Fprintln(s.Err, "  | "+line)
 		}
 		return fmt.Errorf("the job failed; every pod was stopped, and their folders are in %s", dir)

@@ -240,10 +240,9 @@ func (n *noticing) watched(ctx context.Context) (*unstructured.Unstructured, *wo
 }
 
 // read takes in a reading of the job, s its status. When the job has
-// failed, it waits a while (noticeGrace) for the failures of its last
-// attempt, which the watch may not have told yet, and s says their root
-// cause when the reading shows none. The error is ctx's when ctx ended
-// first.
+// failed, it waits a while for the failures of its last attempt, which the
+// watch may not have told yet, and for their cause (awaitCause), and s
+// says their root cause. The error is ctx's when ctx ended first.
 func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstructured) error {
 	n.queued = s.State == Queued
 	n.set(obj)
@@ -252,17 +251,8 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 		n.add(n.client.keepOf(ctx, n.ref, int(s.Retries)+1, f))
 	}
 	if s.State == Failed {
-		grace := time.After(noticeGrace)
-	noticing:
-		for n.latest.Number < attempt(obj) {
-			select {
-			case x := <-n.noticed:
-				n.add(x)
-			case <-grace:
-				break noticing
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+		if err := n.awaitCause(ctx, attempt(obj)); err != nil {
+			return err
 		}
 	}
 	if s.State.Finished() {
@@ -273,10 +263,38 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 	if n.seen == nil {
 		n.seen = s.Failure
 	}
-	if s.State == Failed && s.Failure == nil {
+	// A failed job is told by the root cause of the failures noticed in
+	// its last attempt, which a reading's pods may show only in part.
+	if root, ok := n.latest.Root(); s.State == Failed && ok && (s.Failure == nil || n.latest.Number == attempt(obj)) {
+		s.Failure = &root
+	} else if s.State == Failed && s.Failure == nil {
 		s.Failure = n.seen
-		if root, ok := n.latest.Root(); ok {
-			s.Failure = &root
+	}
+	return nil
+}
+
+// awaitCause waits, noticing meanwhile, for the failures of the job's last
+// attempt (number) once the job has failed: noticeGrace for the first,
+// which the watch may not have told yet when the reading that saw the job
+// fail comes; then, while those noticed are only consequences of another's
+// failure (a lost peer), failure.CauseGrace for the pod whose own failure
+// caused them, which may end after them. The error is ctx's when ctx ended
+// first.
+func (n *noticing) awaitCause(ctx context.Context, number int) error {
+	first, cause := time.After(noticeGrace), time.After(failure.CauseGrace)
+	for n.latest.Number < number || !n.latest.HasCause() {
+		if n.latest.Number >= number {
+			first = nil
+		}
+		select {
+		case x := <-n.noticed:
+			n.add(x)
+		case <-first:
+			return nil
+		case <-cause:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil

@@ -294,6 +294,12 @@ func (f Failure) String() string {
 	switch {
 	case c.Error != "":
 		text += ": " + strings.Join(append([]string{c.Error}, c.More...), "; ")
+		switch {
+		case c.Unattributed:
+			text += " (it may be another process's, and its message partial: the pod's processes wrote their lines unprefixed, amid each other's)"
+		case c.Partial:
+			text += " (its message may be partial: the pod's processes wrote their lines unprefixed, amid each other's)"
+		}
 	case c.Torchrun != "":
 		text += ": torchrun: " + c.Torchrun
 	}

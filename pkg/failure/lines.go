@@ -2,6 +2,7 @@ package failure
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,14 @@ type Cause struct {
 	// At is when that process failed, as torchrun's summary says (its
 	// time field, of the container's clock); zero without one.
 	At time.Time `json:"at,omitzero"`
+	// Partial says that lines which may go on with the error's message
+	// were left out: nothing prefixed them with their process (torch 1.13
+	// without --tee), so they may be another process's.
+	Partial bool `json:"partial,omitempty"`
+	// Unattributed says that the error is one of several, of different
+	// words, that no prefix tells apart: it may be another process's than
+	// the rank's.
+	Unattributed bool `json:"unattributed,omitempty"`
 }
 
 // Empty tells whether the lines said nothing of the failure.
@@ -63,9 +72,11 @@ var (
 	// Python's own line when it cannot run the program:
 	//   /usr/bin/python3: can't open file '/app/train.py': [Errno 2] No such file or directory
 	pythonError = regexp.MustCompile(`^\S*python[\d.]*: .+`)
-	// The prefix torchrun writes before a worker's lines with --tee or
-	// --local-ranks-filter: [rank1]: or [default1]:.
-	workerPrefix = regexp.MustCompile(`^\[(?:rank|default)\d+\]:`)
+	// Python's line of the error that ends a traceback: the exception's
+	// class, by a name of its own (a capital first) or its module's
+	// (torch.OutOfMemoryError, socket.gaierror), then its message: not a
+	// line another process printed amid the traceback (mp: rank 6 up).
+	errorLine = regexp.MustCompile(`^(?:(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*|[A-Z]\w*)(?::|$)`)
 	// torchrun's line as it stops the processes of a pod once one
 	// failed: "Sending process 522 closing signal SIGTERM".
 	closingSignal = regexp.MustCompile(`Sending process (\d+) closing signal`)
@@ -147,90 +158,157 @@ type summaryEntry struct {
 	at                    time.Time
 }
 
+// process is whose a line is, as its prefixes say: torchrun's with --tee,
+// [default1]: (its local rank), and torch 2.x's before each line of a
+// traceback once the process group is up, [rank1]: (its global rank); both,
+// in that order, with --tee on torch 2.x. Lines without either are
+// torchrun's own, or a process's that nothing prefixed (torch 1.13 without
+// --tee, torch 2.x before its process group), which cannot be told apart.
+type process struct {
+	local, global *int
+}
+
+var (
+	localPrefix  = regexp.MustCompile(`^\[default(\d+)\]:`)
+	globalPrefix = regexp.MustCompile(`^\[rank(\d+)\]: ?`)
+)
+
+// whose splits a line into whose it is and the line without its prefixes.
+func whose(line string) (process, string) {
+	var p process
+	if m := localPrefix.FindStringSubmatch(line); m != nil {
+		p.local, line = number(m[1]), line[len(m[0]):]
+	}
+	if m := globalPrefix.FindStringSubmatch(line); m != nil {
+		p.global, line = number(m[1]), line[len(m[0]):]
+	}
+	return p, line
+}
+
+// key tells processes apart: "" for lines without a prefix.
+func (p process) key() string {
+	key := ""
+	if p.local != nil {
+		key += "default" + strconv.Itoa(*p.local)
+	}
+	if p.global != nil {
+		key += "rank" + strconv.Itoa(*p.global)
+	}
+	return key
+}
+
+// of tells whether the process is the one of a summary's entry: its local
+// rank or its global rank, as its prefixes say.
+func (p process) of(e *summaryEntry) bool {
+	same := func(a, b *int) bool { return a != nil && b != nil && *a == *b }
+	return e != nil && (same(p.local, e.localRank) || same(p.global, e.rank))
+}
+
+// stream is what Read follows of one process's lines (by their prefix):
+// a traceback under way, and the message of its last error, which its next
+// lines may go on with.
+type stream struct {
+	inTraceback, torchrunsOwn, chained bool
+	// last is the process's last error; open while its next lines may go
+	// on with its message.
+	last *message
+	open bool
+	// thrown is the type of the C++ exception that is ending the process,
+	// until its what() line.
+	thrown string
+}
+
 // Read reads the last lines of a failed container for its cause: torchrun's
 // summary of the failed processes ("Root Cause (first observed failure)"),
 // the Python tracebacks before it, Python's own error lines and the shell's.
-// Lines torchrun prefixes with a worker's name are read without it.
+// A process's error is made of its own lines: those of its prefix
+// (whose), where torchrun or torch prefixed them; unprefixed, a message's
+// lines after its first cannot be told from another process's, and are
+// left out (Cause.Partial).
 func Read(lines []string) Cause {
 	var c Cause
 	var root *summaryEntry
 	var others []summaryEntry
-	var errs []message
-	inTraceback, torchrunsOwn, chained := false, false, false
+	var errs []*message
 	var entry *summaryEntry
 	inRoot := false
 	// The processes torchrun stopped itself, once one had failed.
 	stopped := map[string]bool{}
-	// The message of the error last read goes on in the lines after it,
-	// of the same process (its prefix), until one that is no part of it.
-	inMessage, messagePrefix, more := false, "", 0
-	// The type of the C++ exception that is ending a process, until its
-	// what() line.
-	thrown := ""
+	streams := map[string]*stream{}
 	for _, raw := range lines {
-		line := strings.TrimRight(raw, "\r")
-		prefix := workerPrefix.FindString(line)
-		if prefix != "" {
-			line = strings.TrimPrefix(line[len(prefix):], " ")
+		p, line := whose(strings.TrimRight(raw, "\r"))
+		s := streams[p.key()]
+		if s == nil {
+			s = &stream{}
+			streams[p.key()] = s
 		}
-		if inMessage {
-			if prefix == messagePrefix && line != "" && !notMessage.MatchString(line) {
-				if !advice.MatchString(line) && more < messageLines {
-					more++
-					errs[len(errs)-1].add(strings.TrimSpace(line))
+		if s.open {
+			s.open = false
+			if line != "" && !notMessage.MatchString(line) {
+				if p.key() == "" {
+					// Its own, or another process's: not told.
+					s.last.partial = true
+					continue
 				}
+				if !advice.MatchString(line) && len(s.last.more) < messageLines {
+					s.last.add(strings.TrimSpace(line))
+				}
+				s.open = true
 				continue
 			}
-			inMessage = false
 		}
 		switch {
 		case strings.HasPrefix(line, "Traceback (most recent call last):"):
-			inTraceback, torchrunsOwn = true, false
+			s.inTraceback, s.torchrunsOwn = true, false
 			continue
 		case strings.HasPrefix(line, "During handling of the above exception") || strings.HasPrefix(line, "The above exception was the direct cause"):
 			// The next traceback ends the same process: its error is
 			// the one the process ended with.
-			chained = len(errs) > 0
+			s.chained = s.last != nil
 			continue
-		case inTraceback && (strings.HasPrefix(line, " ") || line == ""):
+		case s.inTraceback && (strings.HasPrefix(line, " ") || line == ""):
 			if strings.Contains(line, "torch/distributed/run.py") || strings.Contains(line, "torch/distributed/launcher/") {
-				torchrunsOwn = true
+				s.torchrunsOwn = true
 			}
 			continue
-		case inTraceback:
-			inTraceback = false
+		case s.inTraceback && p.key() == "" && !errorLine.MatchString(line):
+			// Another process's line amid the traceback.
+			continue
+		case s.inTraceback:
+			s.inTraceback = false
 			switch {
 			case strings.HasPrefix(line, childFailed):
-			case torchrunsOwn:
+			case s.torchrunsOwn:
 				c.Torchrun = strings.TrimSpace(line)
-			case chained:
-				errs[len(errs)-1] = message{first: strings.TrimSpace(line)}
-				inMessage, messagePrefix, more = true, prefix, 0
+			case s.chained:
+				*s.last = message{process: p, first: strings.TrimSpace(line)}
+				s.open = true
 			default:
-				errs = append(errs, message{first: strings.TrimSpace(line)})
-				inMessage, messagePrefix, more = true, prefix, 0
+				s.last = &message{process: p, first: strings.TrimSpace(line)}
+				errs = append(errs, s.last)
+				s.open = true
 			}
-			chained = false
-			continue
-		}
-		if m := closingSignal.FindStringSubmatch(line); m != nil {
-			stopped[m[1]] = true
+			s.chained = false
 			continue
 		}
 		if m := terminate.FindStringSubmatch(line); m != nil {
-			thrown = m[1]
+			s.thrown = m[1]
 			continue
 		}
-		if m := what.FindStringSubmatch(line); m != nil && thrown != "" {
-			errs = append(errs, message{first: thrown + ": " + strings.TrimSpace(m[1])})
-			thrown = ""
+		if m := what.FindStringSubmatch(line); m != nil && s.thrown != "" {
+			errs = append(errs, &message{process: p, first: s.thrown + ": " + strings.TrimSpace(m[1])})
+			s.thrown = ""
 			continue
 		}
 		switch {
 		case c.Shell == "" && shellError.MatchString(line):
 			c.Shell = line
 		case pythonError.MatchString(line):
-			errs = append(errs, message{first: line})
+			errs = append(errs, &message{process: p, first: line})
+		case p.key() != "":
+			// torchrun's own lines, below, are never prefixed.
+		case closingSignal.MatchString(line):
+			stopped[closingSignal.FindStringSubmatch(line)[1]] = true
 		case strings.HasPrefix(line, "Root Cause (first observed failure):"):
 			inRoot = true
 		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]:"):
@@ -253,21 +331,25 @@ func Read(lines []string) Cause {
 
 // choose sets the cause from what Read read: torchrun's root cause
 // (root), the other processes of its summary, those it stopped itself
-// (by pid), and the errors of the processes' own, the first first.
-func (c *Cause) choose(root *summaryEntry, others []summaryEntry, stopped map[string]bool, errs []message) {
+// (by pid), and the errors of the processes, the first first. The cause is
+// torchrun's root cause, with its own error; unless that error is only a
+// consequence of another's (a lost peer), or it has none, and another
+// process of the summary failed of its own (otherCause).
+func (c *Cause) choose(root *summaryEntry, others []summaryEntry, stopped map[string]bool, errs []*message) {
 	// A failure of torchrun's own, once its workers had failed, is the
 	// ChildFailedError above; the last one before it is not.
 	if root != nil || len(errs) > 0 {
 		c.Torchrun = ""
 	}
-	cause := firstCause(errs)
-	c.Error, c.More = cause.first, cause.more
-	chosen := root
-	if c.Error == "" || cause.consequence() {
-		if killed := killedOther(root, others, stopped); killed != root {
-			chosen, c.Error, c.More = killed, "", nil
+	own := ownErrors(root, errs, true)
+	chosen, cause := root, firstCause(own)
+	c.Unattributed = root != nil && slices.ContainsFunc(own, func(m *message) bool { return m.process.key() == "" && m.first != cause.first })
+	if cause.first == "" || cause.consequence() {
+		if other := otherCause(root, others, stopped, errs, cause.first != ""); other != nil {
+			chosen, cause, c.Unattributed = other, firstCause(ownErrors(other, errs, false)), false
 		}
 	}
+	c.Error, c.More, c.Partial = cause.first, cause.more, cause.partial
 	if chosen != nil {
 		c.Rank, c.LocalRank, c.ExitCode, c.Signal, c.At = chosen.rank, chosen.localRank, chosen.exit, chosen.signal, chosen.at
 		c.Others = len(others)
@@ -278,27 +360,65 @@ func (c *Cause) choose(root *summaryEntry, others []summaryEntry, stopped map[st
 	}
 }
 
-// killedOther is the process that likely failed first when the one
-// torchrun names (root) may only have lost its peer: one killed by a
-// signal, but not one that torchrun stopped itself (stopped, by pid), nor
-// one stopped by SIGTERM, torchrun's and the kubelet's signal to stop;
-// else root.
-func killedOther(root *summaryEntry, others []summaryEntry, stopped map[string]bool) *summaryEntry {
-	if root != nil && root.signal != "" {
-		return root
+// ownErrors are the errors of the summary's entry e: those of its prefix;
+// without one of its own, for torchrun's root cause (root), those that
+// nothing prefixed, which may be any process's. Without a summary, every
+// error.
+func ownErrors(e *summaryEntry, errs []*message, root bool) []*message {
+	if e == nil {
+		return errs
 	}
+	var own, unprefixed []*message
+	for _, m := range errs {
+		switch {
+		case m.process.of(e):
+			own = append(own, m)
+		case m.process.key() == "":
+			unprefixed = append(unprefixed, m)
+		}
+	}
+	if len(own) == 0 && root {
+		return unprefixed
+	}
+	return own
+}
+
+// otherCause is the process of the summary that likely failed first when
+// the one torchrun names (root) may only have lost its peer (its error is
+// a consequence: erred), or said nothing: one killed by a signal, but not
+// one that torchrun stopped itself (stopped, by pid), nor one stopped by
+// SIGTERM, torchrun's and the kubelet's signal to stop; and, when root's
+// error is a consequence, one whose own error (of its prefix) is not, or
+// that exited with none while the others' errors are told apart by their
+// prefixes. nil for none.
+func otherCause(root *summaryEntry, others []summaryEntry, stopped map[string]bool, errs []*message, erred bool) *summaryEntry {
+	if root != nil && root.signal != "" {
+		return nil
+	}
+	prefixed := slices.ContainsFunc(errs, func(m *message) bool { return m.process.key() != "" })
 	for i := range others {
-		if o := &others[i]; o.signal != "" && o.signal != "SIGTERM" && !stopped[o.pid] {
+		o := &others[i]
+		if o.signal == "SIGTERM" || stopped[o.pid] {
+			continue
+		}
+		if o.signal != "" {
+			return o
+		}
+		if own := firstCause(ownErrors(o, errs, false)); erred && prefixed && !own.consequence() {
 			return o
 		}
 	}
-	return root
+	return nil
 }
 
-// message is an error's message: its first line, and the lines after it.
+// message is an error's message, of a process: its first line, and the
+// lines after it; partial when lines that may have gone on with it could
+// not be told from another process's.
 type message struct {
-	first string
-	more  []string
+	process process
+	first   string
+	more    []string
+	partial bool
 }
 
 // add adds a line to the message; a label that ends with a colon ("Last
@@ -350,14 +470,14 @@ func (m message) consequence() bool {
 
 // firstCause is the first error that is not a consequence of another's,
 // else the first.
-func firstCause(errs []message) message {
+func firstCause(errs []*message) message {
 	for _, e := range errs {
 		if !e.consequence() {
-			return e
+			return *e
 		}
 	}
 	if len(errs) > 0 {
-		return errs[0]
+		return *errs[0]
 	}
 	return message{}
 }

@@ -94,10 +94,15 @@ func TestReadLines(t *testing.T) {
 		"[rank2]: see the log above",
 		"[rank2]: and a line too many",
 	}))
-	require.Equal(t, Cause{Error: "RuntimeError: boom"}, Read([]string{
+	// A message goes on in its process's lines, whatever other
+	// processes write between them, up to its next line that is no part of
+	// it.
+	require.Equal(t, Cause{Error: "RuntimeError: boom", More: []string{"at step 12"}}, Read([]string{
 		"[rank2]: Traceback (most recent call last):",
 		"[rank2]: RuntimeError: boom",
 		"[rank3]: step 12",
+		"[rank2]: at step 12",
+		"[rank2]:[W1128 06:26:35.447656612 ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() was not called before program exit",
 		"[rank2]: not the message any more",
 	}))
 	require.Equal(t, Cause{Error: "RuntimeError: boom"}, Read([]string{
@@ -105,15 +110,27 @@ func TestReadLines(t *testing.T) {
 		"RuntimeError: boom",
 		"W1128 07:55:33.952000 501 torch/distributed/elastic/multiprocessing/api.py:1012] Sending process 522 closing signal SIGTERM",
 	}))
-	// Without torchrun's prefixes (torch 1.13), another process's
-	// traceback may come amid the message: its lines are no part of it.
-	require.Equal(t, Cause{Error: "RuntimeError: rank 2: the loss is NaN", More: []string{"at step 0, batch 0"}}, Read([]string{
+	// Without prefixes (torch 1.13 without --tee), the processes' lines
+	// come amid each other's: a line that cannot end a traceback is
+	// another process's, and the lines after the error may be another's
+	// too, so they are not told, and the message may be partial.
+	require.Equal(t, Cause{Error: "RuntimeError: rank 2: the loss is NaN", Partial: true}, Read([]string{
 		"Traceback (most recent call last):",
 		`  File "/tmp/programs/allreduce.py", line 82, in <module>`,
+		"mp: rank 6 up",
+		`    check(float("nan"))`,
 		"RuntimeError: rank 2: the loss is NaN",
+		"mp: rank 2 up",
 		"  at step 0, batch 0",
 		`  File "/tmp/programs/allreduce.py", line 82, in <module>`,
 		`    check(float("nan"))`,
+	}))
+	// A message of one line is whole.
+	require.Equal(t, Cause{Error: "ZeroDivisionError: float division by zero"}, Read([]string{
+		"Traceback (most recent call last):",
+		`  File "/tmp/programs/allreduce.py", line 56, in <module>`,
+		"ZeroDivisionError: float division by zero",
+		"ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 (pid: 5) of binary: /usr/bin/python3",
 	}))
 	// bash's words, and a program that is not there.
 	require.Equal(t, Cause{Shell: "sh: line 4: torchrun: command not found"}, Read([]string{"sh: line 4: torchrun: command not found"}))
@@ -158,11 +175,11 @@ func TestReadAPodOfEightProcesses(t *testing.T) {
 	// rank, and no error, rather than a rank torchrun stopped.
 	require.Equal(t, Cause{Rank: ptr(5), LocalRank: ptr(5), ExitCode: ptr(1), Others: 5, At: at("2026-11-28_07:55:33")}, read("one-of-eight-raises-cpu.log", 50))
 	// Ranks 1 to 7 raise on a machine of one GPU; torchrun's root cause
-	// is rank 4, and rank 0 is stopped. The message's next line says
-	// why; CUDA's advice after it, which every such error repeats, is
-	// left out.
+	// is rank 4, and rank 0 is stopped. They raise before their process
+	// group is up, where torch 2.x does not prefix their lines: the
+	// message's next line may be another process's, and is not told.
 	require.Equal(t, Cause{Rank: ptr(4), LocalRank: ptr(4), ExitCode: ptr(1), Others: 7, At: at("2026-11-28_06:26:45"),
-		Error: "torch.AcceleratorError: CUDA error: invalid device ordinal", More: []string{"GPU device may be out of range, do you have enough GPUs?"}},
+		Error: "torch.AcceleratorError: CUDA error: invalid device ordinal", Partial: true},
 		read("eight-processes-one-gpu.log", CauseLines))
 	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1)), Cause: read("one-of-eight-raises-cpu.log", CauseLines)}
 	require.Equal(t, "rank 5 (master-0, local rank 5) exited 1: RuntimeError: loss is nan at step 12 (and 7 other processes)", f.String())
@@ -183,5 +200,92 @@ func TestReadAPodOfEightProcesses(t *testing.T) {
 		require.Equal(t, rank, *c.Rank, name)
 		require.Equal(t, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.28.9", c.Error, name)
 		require.Equal(t, []string{fmt.Sprintf("Last error: Duplicate GPU detected : rank %d and rank %d both on CUDA device 60", rank, 1-rank)}, c.More, name)
+	}
+}
+
+// Three processes of four raise, each its own error of three lines
+// (testdata/torchrun-1.13, Debian's torch 1.13); torchrun names rank 1.
+// With --tee 2 (run --local's PET_TEE=2), each process's errors come after
+// its prefix: the error told is rank 1's own, its message whole, though its
+// traceback comes after the others', and its excerpt is its own lines.
+// Without, the lines of the processes come amid each other's: the error
+// is one that no prefix gives to rank 1, told as such, without the lines
+// after it.
+func TestReadAProcessOwnLines(t *testing.T) {
+	tee := logLines(t, "three-raise-tee.log")
+	c := Read(tee)
+	require.Equal(t, Cause{Rank: ptr(1), LocalRank: ptr(1), ExitCode: ptr(1), Others: 2, At: at("2026-11-28_20:04:29"),
+		Error: "RuntimeError: rank 1: the loss is NaN", More: []string{"at step 0, batch 0", "check the learning rate and the data"}}, c)
+	f := Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1))}
+	f.SetLines(tee)
+	require.Equal(t, "rank 1 (master-0, local rank 1) exited 1: RuntimeError: rank 1: the loss is NaN; at step 0, batch 0; check the learning rate and the data (and 2 other processes)", f.String())
+	// The excerpt of all its lines (a follower reads CauseLines, more than
+	// the failure keeps).
+	f.Lines = tee
+	require.Equal(t, []string{
+		"[default1]:Traceback (most recent call last):",
+		`[default1]:  File "/tmp/tee67/mp.py", line 8, in <module>`,
+		`[default1]:    raise RuntimeError(f"rank {rank}: the loss is NaN\n  at step 0, batch 0\n  check the learning rate and the data")`,
+		"[default1]:RuntimeError: rank 1: the loss is NaN",
+	}, f.Excerpt())
+
+	plain := Read(logLines(t, "three-raise.log"))
+	require.Equal(t, Cause{Rank: ptr(1), LocalRank: ptr(1), ExitCode: ptr(1), Others: 2, At: at("2026-11-28_19:52:58"),
+		Error: "RuntimeError: rank 2: the loss is NaN", Partial: true, Unattributed: true}, plain)
+	f = Failure{Member: "master-0", Container: "pytorch", Reason: "Error", ExitCode: ptr(int32(1)), Cause: plain}
+	require.Equal(t, "rank 1 (master-0, local rank 1) exited 1: RuntimeError: rank 2: the loss is NaN (it may be another process's, and its message partial: "+
+		"the pod's processes wrote their lines unprefixed, amid each other's) (and 2 other processes)", f.String())
+
+	// torch 2.x under --tee: both prefixes, the local rank's and the
+	// global rank's; the errors of other processes are not the rank's.
+	require.Equal(t, Cause{Rank: ptr(6), LocalRank: ptr(2), ExitCode: ptr(1), Others: 1, Error: "ValueError: bad shard 6", More: []string{"in file 6.bin"}}, Read([]string{
+		"[default1]:[rank5]: Traceback (most recent call last):",
+		"[default2]:[rank6]: Traceback (most recent call last):",
+		"[default1]:[rank5]: ValueError: bad shard 5",
+		`[default2]:[rank6]:   File "/app/train.py", line 3, in <module>`,
+		"[default1]:[rank5]: in file 5.bin",
+		"[default2]:[rank6]: ValueError: bad shard 6",
+		"[default2]:[rank6]: in file 6.bin",
+		"Failures:",
+		"[1]:",
+		"  rank      : 5 (local_rank: 1)",
+		"  exitcode  : 1 (pid: 11)",
+		"------------------------------------------------------------",
+		"Root Cause (first observed failure):",
+		"[0]:",
+		"  rank      : 6 (local_rank: 2)",
+		"  exitcode  : 1 (pid: 12)",
+	}))
+}
+
+// When torchrun's root cause only lost its peer, a process of its summary
+// that failed of its own is the cause: where the prefixes tell the
+// processes' errors apart, one whose own error is none of a consequence's,
+// or that exited without one (rank 2's exit 3, while the others lost it).
+// Without prefixes, nothing tells whose the errors are, and torchrun's
+// root cause stays.
+func TestReadAnotherProcessFailedFirst(t *testing.T) {
+	lost := func(rank int, prefixed bool) []string {
+		prefix := ""
+		if prefixed {
+			prefix = fmt.Sprintf("[rank%d]: ", rank)
+		}
+		return []string{prefix + "Traceback (most recent call last):", prefix + `  File "/job/mp.py", line 14, in <module>`,
+			prefix + fmt.Sprintf("RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:547] Connection closed by peer [127.0.0.1]:2805%d", rank)}
+	}
+	entry := func(n, rank, code int) []string {
+		return []string{fmt.Sprintf("[%d]:", n), fmt.Sprintf("  rank      : %d (local_rank: %d)", rank, rank), fmt.Sprintf("  exitcode  : %d (pid: %d)", code, 500+rank)}
+	}
+	summary := append(append(append([]string{"Failures:"}, entry(1, 1, 1)...), entry(2, 2, 3)...), "----", "Root Cause (first observed failure):")
+	summary = append(summary, entry(0, 0, 1)...)
+	for _, prefixed := range []bool{true, false} {
+		lines := append(append(lost(0, prefixed), lost(1, prefixed)...), summary...)
+		c := Read(lines)
+		if prefixed {
+			require.Equal(t, Cause{Rank: ptr(2), LocalRank: ptr(2), ExitCode: ptr(3), Others: 2}, c)
+		} else {
+			require.Equal(t, 0, *c.Rank)
+			require.Equal(t, "lost peer", c.Consequence)
+		}
 	}
 }

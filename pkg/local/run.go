@@ -23,13 +23,16 @@ const Grace = 5 * time.Second
 // Run runs the plan's pods: each pod's init containers in turn, then its
 // containers at once, every process in a process group of its own, each
 // line of its output and errors given to line as a line of its pod's log
-// (one call at a time, whole lines). When a process fails, or ctx ends, every
-// process is stopped: SIGTERM to its group, SIGKILL after grace. A process
-// that ends leaves nothing behind: its group is killed. Run returns the
-// first failure, nil when every pod succeeded; the mount paths it made are
-// gone when it returns. A setup command that fails in a container's launch
-// script, as the shell says it, is given to setup too.
-func (p *Plan) Run(ctx context.Context, line func(cluster.LogLine), setup func(failure.SetupError), grace time.Duration) (*failure.Failure, error) {
+// (one call at a time, whole lines). When a process fails, the other pods
+// have a while (others) to end on their own, and say their own failures:
+// the pod whose rank failed first may end after those that lost it. Then,
+// or when ctx ends, every process is stopped: SIGTERM to its group, SIGKILL
+// after grace. A process that ends leaves nothing behind: its group is
+// killed. Run returns the failures, in the order they ended, none when
+// every pod succeeded; the mount paths it made are gone when it returns. A
+// setup command that fails in a container's launch script, as the shell
+// says it, is given to setup too.
+func (p *Plan) Run(ctx context.Context, line func(cluster.LogLine), setup func(failure.SetupError), others, grace time.Duration) ([]failure.Failure, error) {
 	if err := Supported(); err != nil {
 		return nil, err
 	}
@@ -46,17 +49,29 @@ func (p *Plan) Run(ctx context.Context, line func(cluster.LogLine), setup func(f
 	}
 	o := &output{line: line, setup: setup}
 	var (
-		mu    sync.Mutex
-		first *failure.Failure
-		wg    sync.WaitGroup
+		mu       sync.Mutex
+		failures []failure.Failure
+		wg       sync.WaitGroup
 	)
+	// ended is closed once every pod has ended.
+	ended := make(chan struct{})
 	failed := func(f failure.Failure) {
 		mu.Lock()
 		defer mu.Unlock()
-		if first == nil && ctx.Err() == nil {
-			first = &f
+		if ctx.Err() != nil {
+			// Stopped: no failure of its own.
+			return
 		}
-		stop()
+		if len(failures) == 0 {
+			go func() {
+				select {
+				case <-time.After(others):
+				case <-ended:
+				}
+				stop()
+			}()
+		}
+		failures = append(failures, f)
 	}
 	for _, pod := range p.Pods {
 		wg.Add(1)
@@ -85,7 +100,8 @@ func (p *Plan) Run(ctx context.Context, line func(cluster.LogLine), setup func(f
 		}()
 	}
 	wg.Wait()
-	return first, nil
+	close(ended)
+	return failures, nil
 }
 
 // make makes the run's folders (each pod's with links to the files of the
@@ -220,8 +236,8 @@ func runProcess(ctx context.Context, pod PodPlan, proc Process, w *lineWriter, g
 }
 
 // environment is a process's: the user's own, but for the variables of
-// distributed PyTorch the user may have set, then the container's, with
-// TMPDIR the pod's own.
+// distributed PyTorch the user may have set, then TMPDIR, the pod's own,
+// and tee, then the container's.
 func environment(env []string, podDir string) []string {
 	var all []string
 	for _, kv := range os.Environ() {
@@ -230,8 +246,18 @@ func environment(env []string, podDir string) []string {
 			all = append(all, kv)
 		}
 	}
-	return append(append(all, "TMPDIR="+filepath.Join(podDir, "tmp")), env...)
+	return append(append(all, "TMPDIR="+filepath.Join(podDir, "tmp"), tee), env...)
 }
+
+// tee is torchrun's --tee 2, as the variable torchrun reads it from: each
+// process's standard error goes to a file of its own, which torchrun
+// writes on, each line after the process's local rank ([default1]:), so
+// that a failure's message is made of its process's own lines, on torch
+// 1.13 too, which does not prefix them. Its standard output is left as it
+// is: torchrun tails the two files apart, so a line the process printed
+// before its error could come after it. A container's own PET_TEE, or a
+// --tee of its command line, is taken instead.
+const tee = "PET_TEE=2"
 
 // distributed tells the variables torchrun and the controllers set, which
 // a pod must not take from the user's shell.

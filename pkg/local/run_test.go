@@ -85,9 +85,9 @@ func TestRunSucceeds(t *testing.T) {
 	script := `echo "rank $RANK of $WORLD_SIZE, master $MASTER_ADDR:$MASTER_PORT, in $(basename "$PWD"), tmp $(basename "$(dirname "$TMPDIR")")"; printf 'no newline'`
 	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "", ""), local.Options{Dir: dir})
 	var out output
-	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, others, time.Second)
 	require.NoError(t, err)
-	require.Nil(t, failed)
+	require.Empty(t, failed)
 	lines := out.lines
 	require.ElementsMatch(t, []string{
 		"[master-0] rank 0 of 2, master 127.0.1.1:23456, in master-0, tmp master-0", "[master-0] no newline",
@@ -101,25 +101,49 @@ func TestRunSaysASetupCommandFailed(t *testing.T) {
 	script := "echo \"Pod ${RANK} of ${WORLD_SIZE}\"\ncd /no/such/folder\necho done"
 	plan := twoPods(t, podSpec(script, "", ""), podSpec("true", "", ""), local.Options{})
 	var out output
-	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, others, time.Second)
 	require.NoError(t, err)
-	require.Nil(t, failed)
+	require.Empty(t, failed)
 	require.Len(t, out.setup, 1)
 	require.Regexp(t, `^master-0: setup command "cd /no/such/folder" failed: sh: 2: cd: (can't cd to /no/such/folder|/no/such/folder: No such file or directory); the launch went on`, out.setup[0])
 	require.Contains(t, out.lines, "[master-0] done")
 }
 
-// A container that fails stops the others, and its failure says what it
-// printed last and its exit code.
+// others is how long the other pods have to end on their own once one
+// failed, in the tests whose pods all end: long, since Run goes on as soon
+// as they have.
+const others = time.Minute
+
+// A container that fails stops the others, once they have had their while
+// to end on their own; its failure says what it printed last and its exit
+// code, and the pod stopped has none.
 func TestRunFailure(t *testing.T) {
 	plan := twoPods(t, podSpec("sleep 300", "", ""), podSpec(`echo "Traceback (most recent call last):"; echo "ValueError: bad batch size"; exit 3`, "", ""), local.Options{})
 	var out output
-	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, 100*time.Millisecond, time.Second)
 	require.NoError(t, err)
-	require.NotNil(t, failed)
-	require.Equal(t, "worker-0", failed.Member)
-	require.Equal(t, int32(3), *failed.ExitCode)
-	require.Equal(t, "worker-0 (container pytorch) exited 3: ValueError: bad batch size", failed.String())
+	require.Len(t, failed, 1)
+	require.Equal(t, "worker-0", failed[0].Member)
+	require.Equal(t, int32(3), *failed[0].ExitCode)
+	require.Equal(t, "worker-0 (container pytorch) exited 3: ValueError: bad batch size", failed[0].String())
+}
+
+// A pod that fails after another, on its own, within the others' while, is
+// not stopped: its failure is said too. Here the worker exits first, and
+// the master once it has.
+func TestRunWaitsForTheOtherPods(t *testing.T) {
+	dir := t.TempDir()
+	done := filepath.Join(dir, "worker-done")
+	worker := fmt.Sprintf(`echo "Traceback (most recent call last):"; echo "RuntimeError: Connection closed by peer"; touch %s; exit 1`, done)
+	master := fmt.Sprintf(`while [ ! -e %s ]; do sleep 0.01; done; exit 3`, done)
+	plan := twoPods(t, podSpec(master, "", ""), podSpec(worker, "", ""), local.Options{})
+	failed, err := plan.Run(context.Background(), (&output{}).line, (&output{}).failedSetup, others, time.Second)
+	require.NoError(t, err)
+	var said []string
+	for _, f := range failed {
+		said = append(said, f.String())
+	}
+	require.ElementsMatch(t, []string{"worker-0 (container pytorch) exited 1: RuntimeError: Connection closed by peer", "master-0 (container pytorch) exited 3"}, said)
 }
 
 // pids reads the process ids a script wrote to a file, waiting for them.
@@ -159,9 +183,9 @@ func TestRunStopsEveryProcess(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan *local.Plan)
 	go func() {
-		failed, err := plan.Run(ctx, (&output{}).line, (&output{}).failedSetup, 100*time.Millisecond)
+		failed, err := plan.Run(ctx, (&output{}).line, (&output{}).failedSetup, others, 100*time.Millisecond)
 		require.NoError(t, err)
-		require.Nil(t, failed, "a stopped run is no failure")
+		require.Empty(t, failed, "a stopped run is no failure")
 		close(done)
 	}()
 	groups := pids(t, file, 2)
@@ -178,9 +202,9 @@ func TestRunLeavesNothingBehind(t *testing.T) {
 	file := filepath.Join(dir, "pids")
 	script := fmt.Sprintf(`sleep 300 >/dev/null 2>&1 & echo $$$$ >> %s`, file)
 	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "", ""), local.Options{})
-	failed, err := plan.Run(context.Background(), (&output{}).line, (&output{}).failedSetup, time.Second)
+	failed, err := plan.Run(context.Background(), (&output{}).line, (&output{}).failedSetup, others, time.Second)
 	require.NoError(t, err)
-	require.Nil(t, failed)
+	require.Empty(t, failed)
 	for _, pgid := range pids(t, file, 2) {
 		requireGone(t, pgid)
 	}
@@ -255,9 +279,9 @@ func TestRunMapped(t *testing.T) {
 	plan := twoPods(t, podSpec(script, container, pod), podSpec(script, container, pod),
 		local.Options{Dir: run, Maps: map[string]string{"pvc/datasets": data, "secret/hf": secret}})
 	var out output
-	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, others, time.Second)
 	require.NoError(t, err)
-	require.Nil(t, failed, out.lines)
+	require.Empty(t, failed, out.lines)
 	require.Contains(t, out.lines, "[master-0] s3cret 42 s3cret")
 	require.Contains(t, out.lines, "[worker-0] s3cret 42 s3cret")
 	_, err = os.Lstat(filepath.Join(base, "mnt"))
@@ -291,8 +315,8 @@ func TestRunMountPathTaken(t *testing.T) {
 	pod := `
           volumes: [{name: scratch, emptyDir: {}}]`
 	plan := twoPods(t, podSpec("touch "+marker, container, pod), podSpec("touch "+marker, "", ""), local.Options{})
-	failed, err := plan.Run(context.Background(), (&output{}).line, (&output{}).failedSetup, time.Second)
-	require.Nil(t, failed)
+	failed, err := plan.Run(context.Background(), (&output{}).line, (&output{}).failedSetup, others, time.Second)
+	require.Empty(t, failed)
 	require.ErrorContains(t, err, "a pod mounts a volume at "+taken+", which this machine already has (and it is not ")
 	require.NoFileExists(t, marker, "no process started")
 	require.DirExists(t, taken, "the machine's folder is left as it was")
@@ -318,12 +342,24 @@ func TestRunProjectedConfigMaps(t *testing.T) {
 	given := map[string]map[string]string{"job-workspace-0": {"part-00": "one "}, "job-workspace-1": {"part-01": "two"}}
 	plan := twoPods(t, podSpec(script, container, pod), podSpec(script, container, pod), local.Options{Dir: filepath.Join(base, "run"), ConfigMaps: given})
 	var out output
-	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, time.Second)
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, others, time.Second)
 	require.NoError(t, err)
-	require.Nil(t, failed, out.lines)
+	require.Empty(t, failed, out.lines)
 	require.ElementsMatch(t, []string{"[master-0] one two", "[worker-0] one two"}, out.lines)
 
 	pods := jobPods(t, podSpec(script, container, pod), podSpec(script, container, pod))
 	_, err = local.Prepare(context.Background(), pods, local.Options{Dir: filepath.Join(base, "other"), ConfigMaps: map[string]map[string]string{"job-workspace-0": {"part-00": "one"}}})
 	require.ErrorContains(t, err, `the configmap "job-workspace-1" (volume parts, mounted at `+mount+`) is not here`)
+}
+
+// torchrun is given --tee 2 (PET_TEE), so that each process's standard
+// error comes after its local rank; unless the container sets its own.
+func TestRunTeesTorchrun(t *testing.T) {
+	script := `echo "PET_TEE=$PET_TEE"`
+	plan := twoPods(t, podSpec(script, "", ""), podSpec(script, "\n            env: [{name: PET_TEE, value: '0'}]", ""), local.Options{})
+	var out output
+	failed, err := plan.Run(context.Background(), out.line, out.failedSetup, others, time.Second)
+	require.NoError(t, err)
+	require.Empty(t, failed)
+	require.ElementsMatch(t, []string{"[master-0] PET_TEE=2", "[worker-0] PET_TEE=0"}, out.lines)
 }

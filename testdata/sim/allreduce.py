@@ -12,9 +12,10 @@ and exits 0; 2
 when the sum is wrong; with --fail-rank R, rank R exits --exit-code (default
 3) once it has printed its line, and with --raise-rank R, rank R raises
 ZeroDivisionError in a function of its own, as a program with a bug does;
-with --raise-all-but R, every rank but R raises a RuntimeError of three
-lines ("rank I: the loss is NaN", then two lines of detail), as the ranks of
-a job whose data went bad do.
+with --raise-all-but R, every rank but R prints "rank I: step 0" and then
+raises a RuntimeError of three lines ("rank I: the loss is NaN", then two
+lines of detail), as the ranks of a job whose data went bad do, printing as
+they go.
 With --hold S, it waits S seconds before it exits, as a longer job would;
 with --ticks N, it first prints N lines more, "tick I of rank R", one every
 half second, as a training loop logs its steps.
@@ -79,4 +80,6 @@ def check(loss):
 
 
 if args.raise_all_but >= 0 and rank != args.raise_all_but:
+    sys.stdout.write(f"rank {rank}: step 0\n")
+    sys.stdout.flush()
     check(float("nan"))

@@ -16,12 +16,13 @@ import (
 	"github.com/torchwrap/generator/testdata/torchlogs"
 )
 
-// cascadeSettings is the job of the cascade scenario: 64 pods of 8
-// processes, on one node (so that its failures are on one node in both its
-// attempts), running for an hour unless their statuses say otherwise, one
-// retry; the AppWrapper waits 30 s after a pod fails before it resets the
-// job, which leaves status the failed pods to read.
-const cascadeSettings = `jobName: %s
+// failingSettings is a job of the scenarios whose pods' statuses they
+// write, on the fake nodes (cascade, two-pods): its name and namespace,
+// pods of processes (torchrun's nprocPerNode) on one node, running for an
+// hour unless their statuses say otherwise, and retries; the AppWrapper
+// waits 30 s after a pod fails before it resets the job, which leaves
+// status the failed pods to read.
+const failingSettings = `jobName: %s
 namespace: %s
 queueName: default-queue
 containerImage: ghcr.io/foundation-model-stack/base:pytorch-latest-nightly-20230126
@@ -30,16 +31,19 @@ numCpusPerPod: 100m
 numGpusPerPod: 0
 totalMemoryPerPod: 128Mi
 torchrun:
-  nprocPerNode: 8
+  nprocPerNode: %d
 mainProgram: train.py
 nodeSelector:
   kubernetes.io/hostname: %s
-retryLimit: 1
+retryLimit: %d
 failureGracePeriodDuration: 30s
 retryPausePeriodDuration: 1s
 podAnnotations:
   sim.torchwrap.dev/run-for: 1h
 `
+
+// sideNode is the node of those jobs, the last one, of e2e.SideRack.
+const sideNode = "gpu-node-15"
 
 // A job of 64 pods of 8 processes fails as a large job does: a rank of one
 // pod raises; three pods whose ranks talked to it lose their peer at once,
@@ -55,12 +59,12 @@ podAnnotations:
 // job has failed and its pods are gone, status tells the same from what it
 // kept.
 func (s *sim) cascade(t *testing.T) {
-	// The node is the last one, of e2e.SideRack.
-	const namespace, name, pods, node = "sim-cascade", "cascade", 64, "gpu-node-15"
+	// Its failures are on one node in both its attempts.
+	const namespace, name, pods, node = "sim-cascade", "cascade", 64, sideNode
 	s.ensureQueue(t, namespace, "default-queue")
 	dir := t.TempDir()
 	file := filepath.Join(dir, name+".settings.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(cascadeSettings, name, namespace, pods, node)), 0o644))
+	require.NoError(t, os.WriteFile(file, []byte(fmt.Sprintf(failingSettings, name, namespace, pods, 8, node, 1)), 0o644))
 	r := s.generate(t, dir, "submit", "-f", file)
 	require.Zero(t, r.code, r.stderr)
 	defer kubectl(t, s.cluster, nil, "delete", "appwrapper", name, "-n", namespace, "--ignore-not-found", "--wait=true")

@@ -5,6 +5,7 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,9 +108,10 @@ func (l *localRuns) left(t *testing.T) []string {
 // generator run --local on this machine's PyTorch (gloo, on CPU): the job
 // of the process nodes' scenarios, 2 pods of 2 processes, of each kind that
 // runs here, to exit 0 with every rank's sum right; a rank that raises
-// gives exit 1 and its traceback; Ctrl-C leaves no process behind; a claim
-// not mapped is refused before anything starts; and a new user's first
-// job, from generator init.
+// gives exit 1 and its traceback, in a pod of 8 processes too, and when 7
+// of them raise, the rank torchrun names with its own message; Ctrl-C
+// leaves no process behind; a claim not mapped is refused before anything
+// starts; and a new user's first job, from generator init.
 func TestRunLocal(t *testing.T) {
 	l := newLocal(t)
 	for name, args := range map[string][]string{
@@ -135,11 +137,53 @@ func TestRunLocal(t *testing.T) {
 		})
 	}
 
+	// A rank that raises: its errors after its local rank, as torchrun
+	// --tee 2 writes them.
 	t.Run("failure", func(t *testing.T) {
 		r := l.run(t, "--set", "mainProgram=/tmp/programs/allreduce.py --raise-rank 3")
 		require.Equal(t, 1, r.code)
-		require.Contains(t, r.stderr, "failed here: rank 3 (worker-0, local rank 1) exited 1: ZeroDivisionError: float division by zero\n  | Traceback (most recent call last):\n")
-		require.Contains(t, r.stdout, "[worker-0] ZeroDivisionError: float division by zero\n")
+		require.Contains(t, r.stderr, "failed here: rank 3 (worker-0, local rank 1) exited 1: ZeroDivisionError: float division by zero\n  | [default1]:Traceback (most recent call last):\n")
+		require.Contains(t, r.stdout, "[worker-0] [default1]:ZeroDivisionError: float division by zero\n")
+	})
+
+	// One pod of 8 processes on CPU, of which one raises: the line names
+	// that rank and its error, not a rank that torchrun stopped after it.
+	t.Run("eight-processes-one-raises", func(t *testing.T) {
+		r := l.run(t, "--set", "numPods=1", "--set", "torchrun.nprocPerNode=8", "--set", "mainProgram=/tmp/programs/allreduce.py --raise-rank 5")
+		require.Equal(t, 1, r.code)
+		require.Contains(t, r.stderr, "failed here: rank 5 (master-0, local rank 5) exited 1: ZeroDivisionError: float division by zero\n  | [default5]:Traceback (most recent call last):\n")
+	})
+
+	// Seven processes of 8 raise a RuntimeError of three lines, each after
+	// a line of its own: the line names the rank torchrun names as the
+	// root cause (its first observed failure), one that raised, not one
+	// that it stopped, with that rank's own message, whole, and not a line
+	// of another process; an excerpt, if any (torchrun's summary of 7
+	// processes leaves the traceback above the lines a failure keeps), is
+	// that rank's own lines.
+	t.Run("eight-processes-seven-raise", func(t *testing.T) {
+		r := l.run(t, "--set", "numPods=1", "--set", "torchrun.nprocPerNode=8", "--set", "mainProgram=/tmp/programs/allreduce.py --raise-all-but 0")
+		require.Equal(t, 1, r.code)
+		root := regexp.MustCompile(`\[master-0\] Root Cause \(first observed failure\):\n\[master-0\] \[0\]:\n(?:\[master-0\] .*\n)*?\[master-0\]   rank      : ([1-7]) \(local_rank: [1-7]\)\n`).FindStringSubmatch(r.stdout)
+		require.NotNil(t, root, "torchrun's root cause, a rank that raised")
+		rank := root[1]
+		// The others torchrun lists: those that failed before it stopped
+		// the rest, as many as the machine's load let fail by then.
+		others := ""
+		switch n := strings.Count(r.stdout, "[master-0]   rank      : ") - 1; n {
+		case 0:
+		case 1:
+			others = " (and 1 other process)"
+		default:
+			others = fmt.Sprintf(" (and %d other processes)", n)
+		}
+		said := regexp.MustCompile(`failed here: (.*)\n((?:  \| .*\n)*)`).FindStringSubmatch(r.stderr)
+		require.NotNil(t, said)
+		require.Equal(t, fmt.Sprintf("rank %s (master-0, local rank %s) exited 1: RuntimeError: rank %s: the loss is NaN; "+
+			"at step 0, batch 0; check the learning rate and the data%s", rank, rank, rank, others), said[1], "the rank's own message, whole")
+		for _, line := range strings.Split(strings.TrimSuffix(said[2], "\n"), "\n") {
+			require.True(t, line == "" || strings.HasPrefix(line, "  | [default"+rank+"]:"), "a line of another process in the excerpt: %q", line)
+		}
 	})
 
 	// A setup command that fails, in a job whose program does not need it:
@@ -224,36 +268,4 @@ print(f"hello from rank {dist.get_rank()} of {t.item()}")
 		require.Contains(t, stdout.String(), "[worker-0] hello from rank 1 of 2\n")
 	})
 	require.Empty(t, l.left(t), "processes of the local runs left")
-}
-
-// generator run --local of a pod of 8 processes on this machine's PyTorch
-// (gloo, on CPU), as a pod of one process a GPU runs: the failure's line
-// names the rank that failed and its error, however many failed.
-func TestRunLocalEightProcesses(t *testing.T) {
-	l := newLocal(t)
-	// One pod of 8 processes on CPU, of which one raises: the line names
-	// that rank and its error, not a rank that torchrun stopped after it.
-	t.Run("eight-processes-one-raises", func(t *testing.T) {
-		r := l.run(t, "--set", "numPods=1", "--set", "torchrun.nprocPerNode=8", "--set", "mainProgram=/tmp/programs/allreduce.py --raise-rank 5")
-		require.Equal(t, 1, r.code)
-		require.Contains(t, r.stderr, "failed here: rank 5 (master-0, local rank 5) exited 1: ZeroDivisionError: float division by zero\n  | Traceback (most recent call last):\n")
-	})
-
-	// Seven processes of 8 raise a RuntimeError of three lines: the line
-	// names one of them, its error's message whole, and the others.
-	t.Run("eight-processes-seven-raise", func(t *testing.T) {
-		r := l.run(t, "--set", "numPods=1", "--set", "torchrun.nprocPerNode=8", "--set", "mainProgram=/tmp/programs/allreduce.py --raise-all-but 0")
-		require.Equal(t, 1, r.code)
-		// The rank torchrun names as the root cause (its first observed
-		// failure), one that raised, not one that it stopped.
-		root := regexp.MustCompile(`\[master-0\] Root Cause \(first observed failure\):\n\[master-0\] \[0\]:\n(?:\[master-0\] .*\n)*?\[master-0\]   rank      : ([1-7]) \(local_rank: [1-7]\)\n`).FindStringSubmatch(r.stdout)
-		require.NotNil(t, root, "torchrun's root cause, a rank that raised")
-		line := regexp.MustCompile(`failed here: (.*)\n`).FindStringSubmatch(r.stderr)
-		require.NotNil(t, line)
-		rank := root[1]
-		// Torch 1.13 does not prefix the processes' lines: the error is
-		// one of those that raised, its message whole, whichever came first.
-		require.Regexp(t, `^rank `+rank+` \(master-0, local rank `+rank+`\) exited 1: RuntimeError: rank [1-7]: the loss is NaN; `+
-			`at step 0, batch 0; check the learning rate and the data \(and 6 other processes\)$`, line[1], "the error's message whole")
-	})
 }

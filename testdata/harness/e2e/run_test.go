@@ -376,6 +376,9 @@ func (s *sim) runHereAndThere(t *testing.T) {
 			differ := map[string]bool{"PATH": true, "HOME": true, "HOSTNAME": true, "PWD": true, "OLDPWD": true, "TMPDIR": true,
 				// A file in a temporary folder of torchrun's.
 				"TORCHELASTIC_ERROR_FILE": true,
+				// torchrun's --tee, which run --local gives it (and
+				// torchrun its processes).
+				"PET_TEE": true,
 				// Python sets it when the environment names no locale (PEP
 				// 538), as the process nodes' does not; the user's does.
 				"LC_CTYPE": true}

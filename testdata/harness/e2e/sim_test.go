@@ -59,6 +59,7 @@ func TestSimulatedCluster(t *testing.T) {
 		t.Run("process-nodes", inParallel(s.processNodes))
 		t.Run("roles", inParallel(s.roles))
 		t.Run("cascade", inParallel(s.cascade))
+		t.Run("two-pods", inParallel(s.twoPods))
 		t.Run("multikueue", inParallel(s.multiKueue))
 		t.Run("gitops", inParallel(s.gitops))
 		t.Run("followers", inParallel(s.followers))
