@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/diag"
 	"github.com/torchwrap/generator/pkg/profile"
 	"github.com/torchwrap/generator/pkg/settings"
@@ -40,6 +41,7 @@ type Streams struct {
 // Run runs the generator with args (without the program name) and returns the
 // exit code. Nothing is written to Out unless the command succeeds.
 func Run(args []string, s Streams) (code int) {
+	defer cluster.EndAPILog()
 	defer func() {
 		// A bug must not show the user a Go stack trace: say what happened.
 		if r := recover(); r != nil {

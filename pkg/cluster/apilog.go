@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,7 +19,7 @@ import (
 const APILogVariable = "TORCHWRAP_API_LOG"
 
 // APIRequest is one request to an API server, as the API log writes it
-// once its answer has been read (or dropped).
+// once its answer has been read (or dropped), or as the process ends.
 type APIRequest struct {
 	Method string `json:"method"`
 	// Host is the API server's address; URL the path and query asked.
@@ -36,8 +39,10 @@ type APIRequest struct {
 }
 
 // apiLog is the file of the API log, opened once for every client of a
-// process (a MultiKueue manager's and its workers').
+// process (a MultiKueue manager's and its workers'), when it makes one;
+// opened says it was.
 var apiLog = sync.OnceValues(func() (*apiLogFile, error) {
+	opened.Store(true)
 	path := os.Getenv(APILogVariable)
 	if path == "" {
 		return nil, nil
@@ -46,19 +51,53 @@ var apiLog = sync.OnceValues(func() (*apiLogFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", APILogVariable, path, err)
 	}
-	return &apiLogFile{w: f}, nil
+	return newAPILog(f), nil
 })
 
-// apiLogFile writes the lines of the API log, one at a time.
-type apiLogFile struct {
-	mu sync.Mutex
-	w  io.Writer
+var opened atomic.Bool
+
+// EndAPILog writes to the API log, if there is one, the requests whose
+// answers are still being read as the process ends (a follower's watches
+// and followed logs), as far as they were read.
+func EndAPILog() {
+	if !opened.Load() {
+		return
+	}
+	if l, _ := apiLog(); l != nil {
+		l.end()
+	}
 }
 
-func (l *apiLogFile) write(r APIRequest) {
+// apiLogFile writes the lines of the API log, one at a time; open are the
+// answers being read.
+type apiLogFile struct {
+	mu   sync.Mutex
+	w    io.Writer
+	open map[*countedBody]bool
+}
+
+func newAPILog(w io.Writer) *apiLogFile {
+	return &apiLogFile{w: w, open: map[*countedBody]bool{}}
+}
+
+// end writes the requests whose answers are being read, as far as they
+// were read.
+func (l *apiLogFile) end() {
+	l.mu.Lock()
+	open := slices.Collect(maps.Keys(l.open))
+	l.mu.Unlock()
+	for _, b := range open {
+		b.done()
+	}
+}
+
+// write writes a request, whose answer (body) was read to its end or
+// closed, if any.
+func (l *apiLogFile) write(r APIRequest, body *countedBody) {
 	line, _ := json.Marshal(r)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	delete(l.open, body)
 	l.w.Write(append(line, '\n'))
 }
 
@@ -83,11 +122,15 @@ func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		r.Error = err.Error()
 		r.Seconds = time.Since(r.Started).Seconds()
-		c.log.write(r)
+		c.log.write(r, nil)
 		return resp, err
 	}
 	r.Status = resp.StatusCode
-	resp.Body = &countedBody{ReadCloser: resp.Body, log: c.log, r: r}
+	body := &countedBody{ReadCloser: resp.Body, log: c.log, r: r}
+	c.log.mu.Lock()
+	c.log.open[body] = true
+	c.log.mu.Unlock()
+	resp.Body = body
 	return resp, nil
 }
 
@@ -127,6 +170,6 @@ func (b *countedBody) done() {
 		r := b.r
 		b.mu.Unlock()
 		r.Seconds = time.Since(r.Started).Seconds()
-		b.log.write(r)
+		b.log.write(r, b)
 	})
 }

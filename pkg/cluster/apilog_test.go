@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Each request is one line of the API log once its answer is read: what
-// was asked, the answer's status and bytes, and a request that got no
-// answer with its error.
+// Each request is one line of the API log once its answer is read (or
+// when the process ends): what was asked, the answer's status and bytes,
+// and a request that got no answer with its error.
 func TestAPILog(t *testing.T) {
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -26,7 +26,8 @@ func TestAPILog(t *testing.T) {
 	}))
 	defer server.Close()
 	var out bytes.Buffer
-	client := &http.Client{Transport: (&apiLogFile{w: &out}).wrap(http.DefaultTransport)}
+	log := newAPILog(&out)
+	client := &http.Client{Transport: log.wrap(http.DefaultTransport)}
 
 	resp, err := client.Get(server.URL + "/api/v1/pods?labelSelector=a%3Db")
 	require.NoError(t, err)
@@ -41,6 +42,11 @@ func TestAPILog(t *testing.T) {
 	resp.Body.Close()
 	_, err = client.Get("http://127.0.0.1:1/nothing")
 	require.Error(t, err)
+	// A watch still open as the process ends: written then, once.
+	resp, err = client.Get(server.URL + "/api/v1/pods?watch=true")
+	require.NoError(t, err)
+	log.end()
+	resp.Body.Close()
 
 	var got []APIRequest
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
@@ -50,11 +56,12 @@ func TestAPILog(t *testing.T) {
 		r.Started, r.Seconds, r.Host = r.Started.UTC().Truncate(0), 0, ""
 		got = append(got, r)
 	}
-	require.Len(t, got, 4)
+	require.Len(t, got, 5)
 	require.Equal(t, APIRequest{Method: "GET", URL: "/api/v1/pods?labelSelector=a%3Db", Status: 200, Read: 1000, Started: got[0].Started}, got[0])
 	require.Equal(t, APIRequest{Method: "POST", URL: "/apis", Status: 200, Sent: 5, Started: got[1].Started}, got[1])
 	require.Equal(t, 404, got[2].Status)
 	require.Equal(t, "/nothing", got[3].URL)
 	require.Zero(t, got[3].Status)
 	require.Contains(t, got[3].Error, "connect")
+	require.Equal(t, APIRequest{Method: "GET", URL: "/api/v1/pods?watch=true", Status: 200, Started: got[4].Started}, got[4])
 }

@@ -138,7 +138,8 @@ func (c *Client) objects(resource schema.GroupVersionResource, namespace string)
 	}
 }
 
-// podObjects lists and watches pods with the PodSource, as *corev1.Pod.
+// podObjects lists and watches pods with the PodSource, as *corev1.Pod,
+// each compact.
 func (c *Client) podObjects(namespace string) podwatch.ListWatch {
 	var lw podwatch.ListWatch
 	lw.Watch = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
@@ -158,6 +159,11 @@ func (c *Client) podObjects(namespace string) podwatch.ListWatch {
 	lw.Typed = func(obj *unstructured.Unstructured) (metav1.Object, error) {
 		pod := &corev1.Pod{}
 		return pod, runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, pod)
+	}
+	lw.Trim = func(obj metav1.Object) {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			compact(pod)
+		}
 	}
 	return lw
 }

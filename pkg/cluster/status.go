@@ -446,14 +446,35 @@ func (c *Client) podsOf(ctx context.Context, obj *unstructured.Unstructured) ([]
 }
 
 // listPods lists the pods of a namespace ("": of all) that opts select,
-// sorted by name.
+// sorted by name, each compact.
 func (c *Client) listPods(ctx context.Context, namespace string, opts metav1.ListOptions) (*corev1.PodList, error) {
 	list, err := c.PodSource.Pods(ctx, namespace, opts)
 	if err != nil {
 		return nil, err
 	}
+	for i := range list.Items {
+		compact(&list.Items[i])
+	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	return list, nil
+}
+
+// compact keeps of a pod what the commands read of it: its metadata but
+// its managed fields, its node, the names of its containers and the
+// command of each (the launch script, whose setup commands' errors are
+// read), and its status. A follower holds the pods of its job for as long
+// as it follows it (a thousand, in a mirror), and most of a pod is its
+// spec: its containers' environment, mounts and resources, its volumes,
+// affinity and tolerations, which no command reads.
+func compact(pod *corev1.Pod) {
+	spec := corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	for _, c := range pod.Spec.InitContainers {
+		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: c.Name})
+	}
+	for _, c := range pod.Spec.Containers {
+		spec.Containers = append(spec.Containers, corev1.Container{Name: c.Name, Command: c.Command, Args: c.Args})
+	}
+	pod.Spec, pod.ManagedFields = spec, nil
 }
 
 // jobUIDLabel is the label Kueue (since v0.5) puts on the Workload of a

@@ -28,11 +28,14 @@ import (
 
 // ListWatch lists and watches objects of one resource in one namespace;
 // Typed, when not nil, reads the objects of a watch's events that come
-// unstructured as List gives them (a fake pod source's).
+// unstructured as List gives them (a fake pod source's); Trim, when not
+// nil, drops what no reader reads of the object of each event before it
+// is held (List gives them trimmed).
 type ListWatch struct {
 	List  func(ctx context.Context, opts metav1.ListOptions) ([]metav1.Object, string, error)
 	Watch func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Typed func(*unstructured.Unstructured) (metav1.Object, error)
+	Trim  func(metav1.Object)
 }
 
 // Mirror keeps the objects that a list and a watch select in a namespace
@@ -320,6 +323,9 @@ func (m *Mirror) take(ctx context.Context, event watch.Event, ok bool, version *
 		if obj, err = m.lw.Typed(u); err != nil {
 			return nil // not one of them
 		}
+	}
+	if m.lw.Trim != nil {
+		m.lw.Trim(obj)
 	}
 	c := Change{Obj: obj, Deleted: event.Type == watch.Deleted || m.keep != nil && !m.keep(obj)}
 	m.mu.Lock()
