@@ -381,11 +381,16 @@ func brokenWatch(err error) error {
 	}
 	for _, c := range status.Status().Details.Causes {
 		if c.Type == watchDecoding {
-			return errors.New(c.Message)
+			return brokenStream(c.Message)
 		}
 	}
 	return nil
 }
+
+// brokenStream is why a watch's stream could not be read.
+type brokenStream string
+
+func (b brokenStream) Error() string { return string(b) }
 
 // cause is what an error of a cluster that could not be reached comes
 // down to, in a few words: "dial tcp 10.0.0.1:6443: connect: connection
@@ -393,9 +398,12 @@ func brokenWatch(err error) error {
 func cause(err error) error {
 	var op *net.OpError
 	var urlErr *url.Error
+	var broken brokenStream
 	switch {
 	case errors.As(err, &op):
 		return op
+	case errors.As(err, &broken):
+		return broken
 	case errors.As(err, &urlErr):
 		return urlErr.Err
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,4 +138,18 @@ func TestPodWatch(t *testing.T) {
 	require.Equal(t, corev1.PodFailed, pod.Status.Phase)
 	require.True(t, strings.HasPrefix(accepted, runtime.ContentTypeProtobuf), accepted)
 	require.Equal(t, "/api/v1/namespaces/ml/pods?labelSelector=a%3Db&resourceVersion=5&watch=true", asked)
+}
+
+// A watch whose stream client-go could not read (HTTP/2's pings found its
+// connection dead, say) is a cluster that cannot be reached, said by what
+// came of the connection; any other error the API server gives is its
+// answer.
+func TestBrokenWatchIsUnreachable(t *testing.T) {
+	client := &Client{Server: "https://10.0.0.1:6443"}
+	reporter := apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")
+	broken := apierrors.FromObject(reporter.AsObject(errors.New("unable to decode an event from the watch stream: http2: client connection lost")))
+	var unreachable Unreachable
+	require.ErrorAs(t, client.Unreached(broken), &unreachable)
+	require.EqualError(t, cause(unreachable), "unable to decode an event from the watch stream: http2: client connection lost")
+	require.NoError(t, client.Unreached(apierrors.NewInternalError(errors.New("etcd is slow"))))
 }
