@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	settingsschema "github.com/torchwrap/generator/schema"
 )
@@ -253,9 +252,13 @@ func (c *Client) eachJob(ctx context.Context, namespace, selector string, among 
 	var wg sync.WaitGroup
 	for i, k := range among {
 		wg.Go(func() {
-			errs[i] = c.ObjectSource.Each(ctx, k.resource, namespace, metav1.ListOptions{LabelSelector: selector}, func(raw json.RawMessage) error {
-				meta := &metav1.PartialObjectMetadata{}
-				if err := utiljson.Unmarshal(raw, meta); err != nil {
+			errs[i] = c.ObjectSource.Each(ctx, k.resource, namespace, metav1.ListOptions{LabelSelector: selector}, func(dec *json.Decoder) error {
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
+					return fmt.Errorf("reading %s: %w", Indefinite(k.name), err)
+				}
+				meta, err := metaOf(raw)
+				if err != nil {
 					return fmt.Errorf("reading %s: %w", Indefinite(k.name), err)
 				}
 				mu.Lock()

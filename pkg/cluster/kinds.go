@@ -127,8 +127,7 @@ func table() []*kind {
 		podSets:   jobSetPodSets,
 		state:     conditionsNamed(names{succeeded: "Completed", restarting: "RestartingJobSet"}),
 		member: func(obj map[string]any, pod *corev1.Pod) (Member, bool) {
-			jobs, _, _ := unstructured.NestedSlice(obj, "spec", "replicatedJobs")
-			return jobSetMember(jobs, pod)
+			return jobSetMember(sliceAt(obj, "spec", "replicatedJobs"), pod)
 		},
 	}, {
 		name:      "PyTorchTrainingJob",
@@ -138,7 +137,7 @@ func table() []*kind {
 		// T9k's jobs have no suspend field; pausing stops their pods.
 		suspend: []string{"spec", "runMode", "pause", "enabled"},
 		podSets: func(obj map[string]any) ([]PodSet, error) {
-			specs, _, _ := unstructured.NestedSlice(obj, "spec", "replicaSpecs")
+			specs := sliceAt(obj, "spec", "replicaSpecs")
 			var sets []PodSet
 			for i, s := range specs {
 				spec, _ := s.(map[string]any)
@@ -159,7 +158,7 @@ func table() []*kind {
 		container: "worker",
 		suspend:   []string{"spec", "runMode", "pause", "enabled"},
 		podSets: func(obj map[string]any) ([]PodSet, error) {
-			worker, _, _ := unstructured.NestedMap(obj, "spec", "worker")
+			worker := mapAt(obj, "spec", "worker")
 			pod, err := podSpecAt(worker, "template")
 			if err != nil {
 				return nil, fmt.Errorf("worker: %w", err)
@@ -298,13 +297,29 @@ func (m Member) String() string { return m.Role + "-" + strconv.Itoa(m.Index) }
 
 // innerOf is the job an AppWrapper wraps: its first component's template.
 func innerOf(obj map[string]any) map[string]any {
-	components, _, _ := unstructured.NestedSlice(obj, "spec", "components")
+	components := sliceAt(obj, "spec", "components")
 	if len(components) == 0 {
 		return nil
 	}
 	component, _ := components[0].(map[string]any)
 	template, _ := component["template"].(map[string]any)
 	return template
+}
+
+// sliceAt and mapAt are the list and the object at a path below obj, as
+// obj holds them, not copied (unstructured's NestedSlice and NestedMap
+// copy them whole: a job's whole pod template, for each pod a follower
+// places in it); nil for none.
+func sliceAt(obj map[string]any, fields ...string) []any {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, fields...)
+	s, _ := v.([]any)
+	return s
+}
+
+func mapAt(obj map[string]any, fields ...string) map[string]any {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, fields...)
+	m, _ := v.(map[string]any)
+	return m
 }
 
 func stringAt(obj map[string]any, key string) string {
@@ -323,7 +338,7 @@ func pyTorchJobMember(obj map[string]any, pod *corev1.Pod) (Member, bool) {
 	}
 	m := Member{Role: role, Index: index, Rank: index}
 	if role == "worker" {
-		if master, ok, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs", "Master"); ok {
+		if master := mapAt(obj, "spec", "pytorchReplicaSpecs", "Master"); master != nil {
 			m.Rank += int(Count(master, "replicas"))
 		}
 	}
@@ -349,7 +364,7 @@ func jobSetMember(jobs []any, pod *corev1.Pod) (Member, bool) {
 	m := Member{Role: role, Index: index, Rank: index}
 	for _, j := range jobs {
 		job, _ := j.(map[string]any)
-		spec, _, _ := unstructured.NestedMap(job, "template", "spec")
+		spec := mapAt(job, "template", "spec")
 		replicas, perJob := Count(job, "replicas"), min(Count(spec, "parallelism"), Count(spec, "completions"))
 		if stringAt(job, "name") != role {
 			m.Rank += int(replicas * perJob)
@@ -377,8 +392,7 @@ func t9kMember(obj map[string]any, pod *corev1.Pod) (Member, bool) {
 		return Member{}, false
 	}
 	m := Member{Role: role, Index: index, Rank: index}
-	specs, _, _ := unstructured.NestedSlice(obj, "spec", "replicaSpecs")
-	for _, s := range specs {
+	for _, s := range sliceAt(obj, "spec", "replicaSpecs") {
 		spec, _ := s.(map[string]any)
 		if stringAt(spec, "type") == role {
 			break
@@ -392,8 +406,7 @@ func t9kMember(obj map[string]any, pod *corev1.Pod) (Member, bool) {
 // declares, else those Kueue infers from the component's kind.
 func appWrapperPodSets(obj map[string]any) ([]PodSet, error) {
 	var sets []PodSet
-	components, _, _ := unstructured.NestedSlice(obj, "spec", "components")
-	for i, c := range components {
+	for i, c := range sliceAt(obj, "spec", "components") {
 		component, _ := c.(map[string]any)
 		template, _ := component["template"].(map[string]any)
 		declared, _ := component["podSets"].([]any)
@@ -422,7 +435,7 @@ func appWrapperPodSets(obj map[string]any) ([]PodSet, error) {
 
 // pyTorchJobPodSets are a PyTorchJob's replica types, by name.
 func pyTorchJobPodSets(obj map[string]any) ([]PodSet, error) {
-	specs, _, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs")
+	specs := mapAt(obj, "spec", "pytorchReplicaSpecs")
 	names := make([]string, 0, len(specs))
 	for name := range specs {
 		names = append(names, name)
@@ -442,11 +455,10 @@ func pyTorchJobPodSets(obj map[string]any) ([]PodSet, error) {
 
 // jobSetPodSets are a JobSet's replicated jobs: replicas × pods of each Job.
 func jobSetPodSets(obj map[string]any) ([]PodSet, error) {
-	jobs, _, _ := unstructured.NestedSlice(obj, "spec", "replicatedJobs")
 	var sets []PodSet
-	for i, j := range jobs {
+	for i, j := range sliceAt(obj, "spec", "replicatedJobs") {
 		job, _ := j.(map[string]any)
-		spec, _, _ := unstructured.NestedMap(job, "template", "spec")
+		spec := mapAt(job, "template", "spec")
 		pod, err := podSpecAt(job, "template.spec.template")
 		if err != nil {
 			return nil, fmt.Errorf("replicatedJobs[%d]: %w", i, err)
@@ -461,7 +473,7 @@ func jobSetPodSets(obj map[string]any) ([]PodSet, error) {
 // each asking resourcesPerNode (the Trainer builds the pods from the
 // runtime, whose other containers this leaves out).
 func trainJobPodSets(obj map[string]any) ([]PodSet, error) {
-	trainer, _, _ := unstructured.NestedMap(obj, "spec", "trainer")
+	trainer := mapAt(obj, "spec", "trainer")
 	resources, _ := trainer["resourcesPerNode"].(map[string]any)
 	var node corev1.Container
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(resources, &node.Resources); err != nil {

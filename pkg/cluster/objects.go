@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,11 +27,12 @@ import (
 // hundreds of MiB; and it is asked whole, not in pages, which the API
 // server answers from its cache rather than from etcd.
 //
-// Each hands take each object's JSON: a reader decodes it into what it
-// needs (a Workload's few fields, a job as unstructured), or keeps it as
-// it is until it can use it.
+// Each hands take each object as the next value of a JSON decoder, which
+// take reads, once: into what it needs (a Workload's few fields, decoded
+// as they stream in), or as it is (json.RawMessage), to keep until it can
+// use it (a job).
 type ObjectSource interface {
-	Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(json.RawMessage) error) error
+	Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(*json.Decoder) error) error
 }
 
 // objectOf reads an object's JSON as the dynamic client reads it: whole
@@ -40,12 +42,42 @@ func objectOf(raw json.RawMessage) (*unstructured.Unstructured, error) {
 	return obj, utiljson.Unmarshal(raw, &obj.Object)
 }
 
+// metaOf reads an object's kind and metadata from its JSON, and no
+// further than its metadata: the API server writes an object's fields in
+// the order of their names, its metadata before its spec and status.
+func metaOf(raw json.RawMessage) (*metav1.PartialObjectMetadata, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := delim(dec, '{'); err != nil {
+		return nil, err
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var into any = &json.RawMessage{}
+		switch key {
+		case "apiVersion":
+			into = &meta.APIVersion
+		case "kind":
+			into = &meta.Kind
+		case "metadata":
+			return meta, dec.Decode(&meta.ObjectMeta)
+		}
+		if err := dec.Decode(into); err != nil {
+			return nil, err
+		}
+	}
+	return meta, nil
+}
+
 // restObjects lists with a REST client without a timeout (the answer of
 // a large list takes as long as it takes to read; a connection that dies
 // meanwhile is closed by HTTP/2's pings).
 type restObjects struct{ client restclient.Interface }
 
-func (r restObjects) Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(json.RawMessage) error) error {
+func (r restObjects) Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(*json.Decoder) error) error {
 	root := "/apis/" + resource.Group
 	if resource.Group == "" {
 		root = "/api"
@@ -69,9 +101,9 @@ func (r restObjects) Each(ctx context.Context, resource schema.GroupVersionResou
 	return eachItem(body, take)
 }
 
-// eachItem reads a list's JSON, handing each of its items' JSON to take as
-// it is read.
-func eachItem(r io.Reader, take func(json.RawMessage) error) error {
+// eachItem reads a list's JSON, handing each of its items to take (to
+// decode from dec) as it comes.
+func eachItem(r io.Reader, take func(*json.Decoder) error) error {
 	dec := json.NewDecoder(r)
 	if err := delim(dec, '{'); err != nil {
 		return err
@@ -92,11 +124,7 @@ func eachItem(r io.Reader, take func(json.RawMessage) error) error {
 			return err
 		}
 		for dec.More() {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return err
-			}
-			if err := take(raw); err != nil {
+			if err := take(dec); err != nil {
 				return err
 			}
 		}

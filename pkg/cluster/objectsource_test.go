@@ -37,7 +37,11 @@ func TestObjectSource(t *testing.T) {
 	require.NoError(t, err)
 	source := restObjects{client: client}
 	var got []*unstructured.Unstructured
-	take := func(raw json.RawMessage) error {
+	take := func(dec *json.Decoder) error {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
 		obj, err := objectOf(raw)
 		got = append(got, obj)
 		return err
@@ -58,4 +62,16 @@ func TestObjectSource(t *testing.T) {
 	// What is no list is an error, not nothing.
 	require.Error(t, eachItem(strings.NewReader(`{"items": {"a": 1}}`), take))
 	require.Error(t, eachItem(strings.NewReader(`[]`), take))
+}
+
+// A job's kind and metadata are read from its JSON, which is read no
+// further: what follows them is not looked at.
+func TestMetaOf(t *testing.T) {
+	meta, err := metaOf(json.RawMessage(`{"apiVersion":"workload.codeflare.dev/v1beta2","kind":"AppWrapper","metadata":{"name":"a","annotations":{"x":"y"}},"spec":{not read`))
+	require.NoError(t, err)
+	require.Equal(t, "AppWrapper", meta.Kind)
+	require.Equal(t, "a", meta.Name)
+	require.Equal(t, map[string]string{"x": "y"}, meta.Annotations)
+	_, err = metaOf(json.RawMessage(`{"kind":"AppWrapper","metadata":"a"}`))
+	require.Error(t, err)
 }

@@ -49,9 +49,13 @@ func (cs conditions) lastTrue() condition {
 
 // decode reads the map at path below obj into out.
 func decode(obj map[string]any, out any, path ...string) error {
-	m, _, err := unstructured.NestedMap(obj, path...)
-	if err != nil || m == nil {
+	v, _, err := unstructured.NestedFieldNoCopy(obj, path...)
+	if err != nil || v == nil {
 		return err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("%s is %T, not an object", strings.Join(path, "."), v)
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(m, out)
 }

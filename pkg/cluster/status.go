@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/watch"
 	restclient "k8s.io/client-go/rest"
 
@@ -495,10 +494,10 @@ func (c *Client) workloadOf(ctx context.Context, obj *unstructured.Unstructured)
 // job that owns it.
 func (c *Client) workloads(ctx context.Context, namespace, selector string) (map[types.UID]*workload, error) {
 	owned := map[types.UID]*workload{}
-	err := c.listKueue(ctx, "workloads", namespace, metav1.ListOptions{LabelSelector: selector}, func(raw json.RawMessage) error {
-		// Its few fields alone, straight from its JSON.
+	err := c.listKueue(ctx, "workloads", namespace, metav1.ListOptions{LabelSelector: selector}, func(dec *json.Decoder) error {
+		// Its few fields alone, as its JSON streams in.
 		var wl workload
-		if err := utiljson.Unmarshal(raw, &wl); err != nil {
+		if err := dec.Decode(&wl); err != nil {
 			return fmt.Errorf("reading a Workload: %w", err)
 		}
 		for _, ref := range wl.OwnerReferences {

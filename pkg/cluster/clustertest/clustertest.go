@@ -4,6 +4,7 @@
 package clustertest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -220,7 +221,7 @@ func (p Pods) Watch(ctx context.Context, namespace string, opts metav1.ListOptio
 // API server would answer a list (cluster.ObjectSource).
 type Objects struct{ Dynamic dynamic.Interface }
 
-func (o Objects) Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(json.RawMessage) error) error {
+func (o Objects) Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(*json.Decoder) error) error {
 	list, err := o.Dynamic.Resource(resource).Namespace(namespace).List(ctx, opts)
 	if err != nil {
 		return err
@@ -230,7 +231,7 @@ func (o Objects) Each(ctx context.Context, resource schema.GroupVersionResource,
 		if err != nil {
 			return err
 		}
-		if err := take(raw); err != nil {
+		if err := take(json.NewDecoder(bytes.NewReader(raw))); err != nil {
 			return err
 		}
 	}
