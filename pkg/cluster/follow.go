@@ -53,7 +53,7 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notic
 		if err := n.next(ctx); err != nil {
 			return last, err
 		}
-		s, obj, _, err := n.reading(ctx)
+		s, obj, err := n.reading(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return last, ctx.Err()
@@ -211,13 +211,13 @@ func (n *noticing) next(ctx context.Context) error {
 // pods where they are; and the job. The error is the watch's while the
 // cluster does not answer, NotFound once the job is gone or another of
 // its name has come.
-func (n *noticing) reading(ctx context.Context) (Status, *unstructured.Unstructured, []corev1.Pod, error) {
+func (n *noticing) reading(ctx context.Context) (Status, *unstructured.Unstructured, error) {
 	obj, wl, err := n.watched(ctx)
 	if obj == nil {
-		return Status{}, nil, nil, err
+		return Status{}, nil, err
 	}
-	s, podList, _, err := n.client.read(ctx, obj, wl, err, n)
-	return s, obj, podList, err
+	s, _, _, err := n.client.read(ctx, obj, wl, err, n)
+	return s, obj, err
 }
 
 // watched is the job and its Workload as the follower watches them: the
