@@ -6,9 +6,10 @@
 // serve a training log in e2e.SimScaleNamespace): wall time, peak memory,
 // requests to the API server and bytes read, for jobs of 1 to 1,024 pods
 // of each kind that wraps many (a PyTorchJob in an AppWrapper, a JobSet
-// in an AppWrapper, a TrainJob) and namespaces of 10 to 5,000 jobs; beside
-// kubectl doing the same, and the generator of an earlier commit
-// (-before). It writes results.json, results.md and the plots (gnuplot)
+// in an AppWrapper, a TrainJob) and namespaces of 10 to 5,000 jobs; and a
+// follower's requests while its job does not change, and how soon it
+// tells a change (followers); beside kubectl doing the same, and the
+// generator of an earlier commit (-before). It writes results.json, results.md and the plots (gnuplot)
 // in -out. make bench-scale runs it; it needs root, as the simulated
 // cluster does.
 //
@@ -160,6 +161,10 @@ func (b *bench) main(repo, out string, pods, jobs []int) error {
 			b.write(out)
 		}
 	}
+	if err := b.followers(); err != nil {
+		return err
+	}
+	b.write(out)
 	for _, n := range jobs {
 		if err := b.namespace(ctx, n); err != nil {
 			return err
@@ -225,11 +230,14 @@ func (b *bench) job(kind, short, selector, container string, pods int) error {
 			return err
 		}
 	}
-	following := how{for_: b.follow}
+	// kubectl opens its streams at client-go's default rate, 5 a second,
+	// which it has no flag to change: every tool follows long enough for
+	// kubectl to have opened them all, each log from its start.
+	following := how{for_: b.follow + time.Duration(pods/5)*time.Second}
 	if err := b.compare(at("logs -f"), []string{"logs", "-f", name, "-n", ns}, 1, following); err != nil {
 		return err
 	}
-	if err := b.kubectlOnce(at("logs -f"), []string{"logs", "-f", "-n", ns, "-l", sel, "-c", container, fmt.Sprintf("--max-log-requests=%d", pods)}, following); err != nil {
+	if err := b.kubectlOnce(at("logs -f"), []string{"logs", "-f", "-n", ns, "-l", sel, "-c", container, "--tail=-1", fmt.Sprintf("--max-log-requests=%d", pods)}, following); err != nil {
 		return err
 	}
 	if err := b.once(at("stop"), b.generator, []string{"stop", name, "-n", ns}, how{}); err != nil {

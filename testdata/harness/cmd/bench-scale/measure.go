@@ -33,6 +33,10 @@ type sample struct {
 	// alone).
 	Counted bool `json:"counted"`
 	Exit    int  `json:"exit"`
+	// A follower's (followers): the requests a minute of a job that does
+	// not change, and the seconds each change took to be told.
+	PerMinute float64   `json:"perMinute,omitempty"`
+	Tell      []float64 `json:"tell,omitempty"`
 }
 
 // how says how a command runs: until a line of its standard error says
@@ -186,12 +190,18 @@ func median(samples []sample) sample {
 		}
 		return pick(values)
 	}
-	return sample{
+	m := sample{
 		Seconds:     field(func(s sample) float64 { return s.Seconds }),
 		RSSKiB:      int64(field(func(s sample) float64 { return float64(s.RSSKiB) })),
 		Requests:    int(field(func(s sample) float64 { return float64(s.Requests) })),
 		LogRequests: int(field(func(s sample) float64 { return float64(s.LogRequests) })),
 		Read:        int64(field(func(s sample) float64 { return float64(s.Read) })),
 		Counted:     samples[0].Counted,
+		PerMinute:   field(func(s sample) float64 { return s.PerMinute }),
 	}
+	// A follower's changes, all of them.
+	for _, s := range samples {
+		m.Tell = append(m.Tell, s.Tell...)
+	}
+	return m
 }

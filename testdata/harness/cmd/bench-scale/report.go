@@ -15,6 +15,11 @@ import (
 // cell says a median in a table's cell: time, requests (those of logs
 // apart), megabytes read, peak memory.
 func cell(m sample) string {
+	if len(m.Tell) > 0 {
+		tell := slices.Sorted(slices.Values(m.Tell))
+		return fmt.Sprintf("%.1f requests a minute while nothing changes; a change told after %.2f s (the median of %d), %.2f s at most",
+			m.PerMinute, tell[len(tell)/2], len(tell), tell[len(tell)-1])
+	}
 	text := fmt.Sprintf("%.2f s", m.Seconds)
 	if m.Counted {
 		requests := fmt.Sprint(m.Requests)
@@ -42,7 +47,10 @@ func table(results []result) string {
 	for _, k := range kinds {
 		groups = append(groups, group{k.kind + ", by pods", func(r result) (string, int, bool) { return r.Command, r.Pods, r.Kind == k.kind }})
 	}
-	groups = append(groups, group{"a namespace, by jobs", func(r result) (string, int, bool) { return r.Command, r.Jobs, r.Jobs > 0 }})
+	groups = append(groups, group{"a namespace, by jobs", func(r result) (string, int, bool) { return r.Command, r.Jobs, r.Jobs > 0 }},
+		group{"a follower, of a job that changes only when it is stopped and resumed", func(r result) (string, int, bool) {
+			return r.Command, r.Pods, len(r.Median.Tell) > 0
+		}})
 	for _, g := range groups {
 		var sizes []int
 		type row struct{ command, tool string }
