@@ -190,20 +190,11 @@ func (n *noticing) next(ctx context.Context) error {
 	if n.queued {
 		again = time.After(time.Until(n.last.Add(queuedEvery)))
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case x := <-n.noticed:
-			n.add(x)
-		case <-n.wake:
-			n.last = time.Now()
-			return nil
-		case <-again:
-			n.last = time.Now()
-			return nil
-		}
+	if err := n.until(ctx, n.wake, again); err != nil {
+		return err
 	}
+	n.last = time.Now()
+	return nil
 }
 
 // reading is the picture of the job from what the follower watches (as
@@ -368,14 +359,21 @@ func (n *noticing) settle(ctx context.Context) error {
 // wait waits d, noticing meanwhile; the error is ctx's when ctx ended
 // first.
 func (n *noticing) wait(ctx context.Context, d time.Duration) error {
-	over := time.After(d)
+	return n.until(ctx, nil, time.After(d))
+}
+
+// until waits until woken or the time comes (either nil: never), noticing
+// meanwhile; the error is ctx's when ctx ended first.
+func (n *noticing) until(ctx context.Context, woken <-chan struct{}, at <-chan time.Time) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case x := <-n.noticed:
 			n.add(x)
-		case <-over:
+		case <-woken:
+			return nil
+		case <-at:
 			return nil
 		}
 	}

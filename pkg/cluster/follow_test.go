@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -76,28 +77,52 @@ func TestFollowUntilItFails(t *testing.T) {
 	}, lines)
 }
 
-// A pod that fails and is deleted between two readings is seen all the same,
-// by the watch on the job's pods.
+// A pod that fails and is deleted between two readings is seen all the
+// same, by the watch on the job's pods: an AppWrapper's by its label, a
+// TrainJob's by its JobSet's.
 func TestFollowSeesAPodThatFailsBetweenReadings(t *testing.T) {
-	failedPod := pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 3, reason: Error}}}]}`)
-	var dyn *dynamicfake.FakeDynamicClient
-	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, appWrapper("{phase: Running}"))
-	client.Poll = time.Millisecond
-	readings := 0
-	last, err := client.Follow(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) {
-		tracker := dyn.Tracker()
-		switch readings++; readings {
-		case 1:
-			// After this reading: the pod fails, and the AppWrapper
-			// controller deletes it.
-			require.NoError(t, tracker.Create(pods, object(t, failedPod), "ml"))
-			require.NoError(t, tracker.Delete(pods, "ml", "demo-worker-0"))
-		case 2:
-			require.NoError(t, tracker.Update(appWrappers, object(t, appWrapper("{phase: Failed}")), "ml"))
-		}
-	}, func(Noticed) {})
-	require.NoError(t, err)
-	require.Equal(t, "AppWrapper demo: Failed; pod demo-worker-0 (container pytorch) exited 3", last.Line())
+	for _, tc := range []struct {
+		ref       Ref
+		resource  schema.GroupVersionResource
+		job       func(failed bool) string
+		pod, name string
+		want      string
+	}{{
+		ref: Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, resource: appWrappers,
+		job: func(failed bool) string {
+			return appWrapper(map[bool]string{false: "{phase: Running}", true: "{phase: Failed}"}[failed])
+		},
+		pod: pod("demo-worker-0", awPods, `{phase: Failed, containerStatuses: [{name: pytorch, state: {terminated: {exitCode: 3, reason: Error}}}]}`), name: "demo-worker-0",
+		want: "AppWrapper demo: Failed; pod demo-worker-0 (container pytorch) exited 3",
+	}, {
+		ref: Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"}, resource: trainJobs,
+		job: func(failed bool) string {
+			return trainJob(false, map[bool]string{false: "{}", true: `{conditions: [{type: Failed, status: 'True', reason: FailedJobs, message: "jobset failed due to one or more job failures (first failed job: demo-node-0)"}]}`}[failed])
+		},
+		pod: pod("demo-node-0-1", jobSetPods, `{phase: Failed, containerStatuses: [{name: node, state: {terminated: {exitCode: 3, reason: Error}}}]}`), name: "demo-node-0-1",
+		want: "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-1 (container node) exited 3",
+	}} {
+		t.Run(tc.ref.Kind, func(t *testing.T) {
+			var dyn *dynamicfake.FakeDynamicClient
+			client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, tc.job(false))
+			client.Poll = time.Millisecond
+			readings := 0
+			last, err := client.Follow(context.Background(), tc.ref, func(Status) {
+				tracker := dyn.Tracker()
+				switch readings++; readings {
+				case 1:
+					// After this reading: the pod fails, and its
+					// controller deletes it.
+					require.NoError(t, tracker.Create(pods, object(t, tc.pod), "ml"))
+					require.NoError(t, tracker.Delete(pods, "ml", tc.name))
+				case 2:
+					require.NoError(t, tracker.Update(tc.resource, object(t, tc.job(true)), "ml"))
+				}
+			}, func(Noticed) {})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, last.Line())
+		})
+	}
 }
 
 // When many pods fail at once, the first few are told, with their lines,
@@ -251,29 +276,6 @@ func TestFollowABareJobSet(t *testing.T) {
 		"JobSet demo: Running, pods ready 2/2",
 		"JobSet demo: Succeeded, pods succeeded 2/2",
 	}, lines)
-}
-
-// A TrainJob's pods are watched by its JobSet's label: one that fails and
-// is deleted between two readings is seen all the same.
-func TestFollowATrainJobWhosePodFailsBetweenReadings(t *testing.T) {
-	failedPod := pod("demo-node-0-1", jobSetPods, `{phase: Failed, containerStatuses: [{name: node, state: {terminated: {exitCode: 3, reason: Error}}}]}`)
-	failed := `{conditions: [{type: Failed, status: 'True', reason: FailedJobs, message: "jobset failed due to one or more job failures (first failed job: demo-node-0)"}]}`
-	var dyn *dynamicfake.FakeDynamicClient
-	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, trainJob(false, "{}"))
-	client.Poll = time.Millisecond
-	readings := 0
-	last, err := client.Follow(context.Background(), Ref{Kind: "TrainJob", Namespace: "ml", Name: "demo"}, func(Status) {
-		tracker := dyn.Tracker()
-		switch readings++; readings {
-		case 1:
-			require.NoError(t, tracker.Create(pods, object(t, failedPod), "ml"))
-			require.NoError(t, tracker.Delete(pods, "ml", "demo-node-0-1"))
-		case 2:
-			require.NoError(t, tracker.Update(trainJobs, object(t, trainJob(false, failed)), "ml"))
-		}
-	}, func(Noticed) {})
-	require.NoError(t, err)
-	require.Equal(t, "TrainJob demo: Failed: FailedJobs: jobset failed due to one or more job failures (first failed job: demo-node-0); pod demo-node-0-1 (container node) exited 3", last.Line())
 }
 
 // When the cluster goes away, the watches end, and the follower lists the
