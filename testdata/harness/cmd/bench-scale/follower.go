@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,8 +126,11 @@ func (b *bench) follower(tool, bin string) (sample, error) {
 				return s, err
 			}
 			s.Tell = append(s.Tell, told.Sub(start).Seconds())
-			// The job settles before the next change.
-			time.Sleep(3 * time.Second)
+			// The job settles before the next change, which comes at a
+			// time of its own: a follower that reads the job every few
+			// seconds would otherwise be asked at the same point of its
+			// round each time.
+			time.Sleep(3*time.Second + rand.N(2*time.Second))
 		}
 	}
 	// Its watches are written to its API log as it ends.
