@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -39,7 +40,9 @@ type Job struct {
 type PodSet struct {
 	Name  string
 	Count int64
-	Pod   corev1.PodSpec
+	// Meta is their template's metadata: labels and annotations.
+	Meta metav1.ObjectMeta
+	Pod  corev1.PodSpec
 }
 
 // NewJob reads the rendered manifest (one object) and places it in namespace
@@ -88,9 +91,9 @@ func Count(m map[string]any, key string) int64 {
 	return 0
 }
 
-// podSpecAt reads the pod template at path (dotted, with [i] for list items,
-// as AppWrapper's podSets write it) below obj.
-func podSpecAt(obj map[string]any, path string) (corev1.PodSpec, error) {
+// podTemplateAt reads the pod template at path (dotted, with [i] for list
+// items, as AppWrapper's podSets write it) below obj.
+func podTemplateAt(obj map[string]any, path string) (corev1.PodTemplateSpec, error) {
 	var at any = obj
 	for _, part := range strings.Split(path, ".") {
 		name, index, indexed := strings.Cut(strings.TrimSuffix(part, "]"), "[")
@@ -100,32 +103,42 @@ func podSpecAt(obj map[string]any, path string) (corev1.PodSpec, error) {
 			i, err := strconv.Atoi(index)
 			list, _ := at.([]any)
 			if err != nil || i < 0 || i >= len(list) {
-				return corev1.PodSpec{}, fmt.Errorf("no pod template at %s", path)
+				return corev1.PodTemplateSpec{}, fmt.Errorf("no pod template at %s", path)
 			}
 			at = list[i]
 		}
 	}
 	template, ok := at.(map[string]any)
 	if !ok {
-		return corev1.PodSpec{}, fmt.Errorf("no pod template at %s", path)
+		return corev1.PodTemplateSpec{}, fmt.Errorf("no pod template at %s", path)
 	}
 	var t corev1.PodTemplateSpec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(template, &t); err != nil {
-		return corev1.PodSpec{}, fmt.Errorf("the pod template at %s: %w", path, err)
+		return corev1.PodTemplateSpec{}, fmt.Errorf("the pod template at %s: %w", path, err)
 	}
-	return t.Spec, nil
+	return t, nil
 }
 
 // Requests are the resources one pod of the set asks for, as Kueue counts
 // them: the containers' requests (their limits where they have none) added
 // up, or an init container's if that is more, plus the pod's overhead.
-func (p PodSet) Requests() corev1.ResourceList {
+func (p PodSet) Requests() corev1.ResourceList { return p.total(requestsOf) }
+
+// Limits are the limits of one pod of the set, as a ResourceQuota counts
+// them (limits.cpu, limits.memory), added up as Requests adds up requests.
+func (p PodSet) Limits() corev1.ResourceList {
+	return p.total(func(c corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+}
+
+// total adds up what each container of a pod has: its containers' added
+// up, or an init container's if that is more, plus the pod's overhead.
+func (p PodSet) total(of func(corev1.Container) corev1.ResourceList) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	for _, c := range p.Pod.Containers {
-		addTo(total, requestsOf(c))
+		addTo(total, of(c))
 	}
 	for _, c := range p.Pod.InitContainers {
-		for name, q := range requestsOf(c) {
+		for name, q := range of(c) {
 			if have, ok := total[name]; !ok || q.Cmp(have) > 0 {
 				total[name] = q.DeepCopy()
 			}

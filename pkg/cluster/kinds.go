@@ -142,11 +142,11 @@ func table() []*kind {
 			var sets []PodSet
 			for i, s := range specs {
 				spec, _ := s.(map[string]any)
-				pod, err := podSpecAt(spec, "template")
+				pod, err := podTemplateAt(spec, "template")
 				if err != nil {
 					return nil, fmt.Errorf("replicaSpecs[%d]: %w", i, err)
 				}
-				sets = append(sets, PodSet{Name: stringAt(spec, "type"), Count: Count(spec, "replicas"), Pod: pod})
+				sets = append(sets, PodSet{Name: stringAt(spec, "type"), Count: Count(spec, "replicas"), Meta: pod.ObjectMeta, Pod: pod.Spec})
 			}
 			return sets, nil
 		},
@@ -160,11 +160,11 @@ func table() []*kind {
 		suspend:   []string{"spec", "runMode", "pause", "enabled"},
 		podSets: func(obj map[string]any) ([]PodSet, error) {
 			worker, _, _ := unstructured.NestedMap(obj, "spec", "worker")
-			pod, err := podSpecAt(worker, "template")
+			pod, err := podTemplateAt(worker, "template")
 			if err != nil {
 				return nil, fmt.Errorf("worker: %w", err)
 			}
-			return []PodSet{{Name: "worker", Count: Count(worker, "replicas"), Pod: pod}}, nil
+			return []PodSet{{Name: "worker", Count: Count(worker, "replicas"), Meta: pod.ObjectMeta, Pod: pod.Spec}}, nil
 		},
 		state:  (*Status).fromT9k,
 		member: t9kMember,
@@ -410,11 +410,11 @@ func appWrapperPodSets(obj map[string]any) ([]PodSet, error) {
 		for j, d := range declared {
 			ps, _ := d.(map[string]any)
 			path, _ := ps["path"].(string)
-			pod, err := podSpecAt(component, path)
+			pod, err := podTemplateAt(component, path)
 			if err != nil {
 				return nil, fmt.Errorf("component %d, podSet %d: %w", i, j, err)
 			}
-			sets = append(sets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: Count(ps, "replicas"), Pod: pod})
+			sets = append(sets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: Count(ps, "replicas"), Meta: pod.ObjectMeta, Pod: pod.Spec})
 		}
 	}
 	return sets, nil
@@ -431,11 +431,11 @@ func pyTorchJobPodSets(obj map[string]any) ([]PodSet, error) {
 	var sets []PodSet
 	for _, name := range names {
 		spec, _ := specs[name].(map[string]any)
-		pod, err := podSpecAt(spec, "template")
+		pod, err := podTemplateAt(spec, "template")
 		if err != nil {
 			return nil, fmt.Errorf("pytorchReplicaSpecs.%s: %w", name, err)
 		}
-		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: Count(spec, "replicas"), Pod: pod})
+		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: Count(spec, "replicas"), Meta: pod.ObjectMeta, Pod: pod.Spec})
 	}
 	return sets, nil
 }
@@ -447,25 +447,54 @@ func jobSetPodSets(obj map[string]any) ([]PodSet, error) {
 	for i, j := range jobs {
 		job, _ := j.(map[string]any)
 		spec, _, _ := unstructured.NestedMap(job, "template", "spec")
-		pod, err := podSpecAt(job, "template.spec.template")
+		pod, err := podTemplateAt(job, "template.spec.template")
 		if err != nil {
 			return nil, fmt.Errorf("replicatedJobs[%d]: %w", i, err)
 		}
 		pods := min(Count(spec, "parallelism"), Count(spec, "completions"))
-		sets = append(sets, PodSet{Name: stringAt(job, "name"), Count: Count(job, "replicas") * pods, Pod: pod})
+		sets = append(sets, PodSet{Name: stringAt(job, "name"), Count: Count(job, "replicas") * pods, Meta: pod.ObjectMeta, Pod: pod.Spec})
 	}
 	return sets, nil
 }
 
-// trainJobPodSets are a TrainJob's nodes: its trainer's numNodes pods,
-// each asking resourcesPerNode (the Trainer builds the pods from the
-// runtime, whose other containers this leaves out).
+// trainJobPodSets are a TrainJob's nodes: its trainer's numNodes pods, as
+// far as the TrainJob tells them: the training container node (its image,
+// command, env and resourcesPerNode, and its patch's mounts and security
+// context), in the pod its runtime patch of the replicated job node gives
+// (the runtime's own fields, which the Trainer adds, are not here).
 func trainJobPodSets(obj map[string]any) ([]PodSet, error) {
 	trainer, _, _ := unstructured.NestedMap(obj, "spec", "trainer")
-	resources, _ := trainer["resourcesPerNode"].(map[string]any)
+	var pod corev1.PodTemplateSpec
+	patches, _, _ := unstructured.NestedSlice(obj, "spec", "runtimePatches")
+	for _, p := range patches {
+		patch, _ := p.(map[string]any)
+		jobs, _, _ := unstructured.NestedSlice(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs")
+		for _, j := range jobs {
+			job, _ := j.(map[string]any)
+			if stringAt(job, "name") != "node" {
+				continue
+			}
+			template, _, _ := unstructured.NestedMap(job, "template", "spec", "template")
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(template, &pod); err != nil {
+				return nil, fmt.Errorf("spec.runtimePatches: %w", err)
+			}
+		}
+	}
 	var node corev1.Container
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "node" {
+			node = c
+		}
+	}
+	var fromTrainer corev1.Container
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(trainer, &fromTrainer); err != nil {
+		return nil, fmt.Errorf("spec.trainer: %w", err)
+	}
+	resources, _ := trainer["resourcesPerNode"].(map[string]any)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(resources, &node.Resources); err != nil {
 		return nil, fmt.Errorf("spec.trainer.resourcesPerNode: %w", err)
 	}
-	return []PodSet{{Name: "node", Count: Count(trainer, "numNodes"), Pod: corev1.PodSpec{Containers: []corev1.Container{node}}}}, nil
+	node.Name, node.Image, node.Command, node.Args, node.Env = "node", fromTrainer.Image, fromTrainer.Command, fromTrainer.Args, fromTrainer.Env
+	pod.Spec.Containers = []corev1.Container{node}
+	return []PodSet{{Name: "node", Count: Count(trainer, "numNodes"), Meta: pod.ObjectMeta, Pod: pod.Spec}}, nil
 }

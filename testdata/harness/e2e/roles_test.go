@@ -252,13 +252,14 @@ func (s *sim) countedWith(t *testing.T, env []string, dir string, args ...string
 
 // requestsAllowed checks that no request was refused (but list -A's
 // across namespaces), and that each is one
-// of the rights that cluster.Uses gives the command (use), but those any
+// of the rights that cluster.Uses gives the command (use: its Needs, Helps
+// and Asks), but those any
 // user has: discovery, and asking what one may do.
 func (s *sim) requestsAllowed(t *testing.T, uses []cluster.Use, use string, requests []cluster.APIRequest) {
 	t.Helper()
 	i := slices.IndexFunc(uses, func(u cluster.Use) bool { return u.Command == use })
 	require.GreaterOrEqual(t, i, 0, "cluster.Uses has no command %q", use)
-	rights := slices.Concat(uses[i].Needs, uses[i].Helps)
+	rights := slices.Concat(uses[i].Needs, uses[i].Helps, uses[i].Asks)
 	for _, req := range requests {
 		asked, ok := rightOf(t, req)
 		// list -A lists across namespaces first, which a role bound in
