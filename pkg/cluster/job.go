@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -190,4 +191,31 @@ func (j *Job) Pods() int64 {
 		n += ps.Count
 	}
 	return n
+}
+
+// QuotaUse is what the pods of sets count against a ResourceQuota's
+// resource, as a quota counts a pod: pods (count/pods), their requests
+// (cpu, requests.cpu, requests.nvidia.com/gpu) or their limits
+// (limits.cpu); false for a resource no pod counts against (count/ of
+// other objects, services).
+func QuotaUse(name corev1.ResourceName, sets []PodSet) (resource.Quantity, bool) {
+	var total resource.Quantity
+	of, each := corev1.ResourceName(strings.TrimPrefix(string(name), "requests.")), PodSet.Requests
+	switch {
+	case name == corev1.ResourcePods || name == "count/pods":
+		for _, ps := range sets {
+			total.Add(*resource.NewQuantity(ps.Count, resource.DecimalSI))
+		}
+		return total, true
+	case strings.HasPrefix(string(name), "limits."):
+		of, each = corev1.ResourceName(strings.TrimPrefix(string(name), "limits.")), PodSet.Limits
+	case strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), "requests."):
+		return total, false
+	}
+	for _, ps := range sets {
+		q := each(ps)[of]
+		q.Mul(ps.Count)
+		total.Add(q)
+	}
+	return total, true
 }

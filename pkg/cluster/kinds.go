@@ -46,6 +46,13 @@ type kind struct {
 	// runs is how many runs a job of the kind may make, its retries and
 	// one; nil, or 0, when it does not say.
 	runs func(obj *unstructured.Unstructured) int
+	// podMaker is the kind of the objects whose controller creates the
+	// job's pods, and says in a Warning event when the API server refuses
+	// one: "" for the job itself (the training operator's, T9k's), Job for
+	// the Jobs of a JobSet (a TrainJob's, through the JobSet of its name),
+	// named <jobset>-<replicated job>-<index>; an AppWrapper's is its
+	// component's.
+	podMaker string
 }
 
 // The labels that mark a job's pods.
@@ -101,6 +108,7 @@ func table() []*kind {
 		kueue:     true,
 		suspend:   []string{"spec", "suspend"},
 		podSets:   trainJobPodSets,
+		podMaker:  "Job",
 		// The Trainer copies its JobSet's Completed (as Complete) and Failed.
 		state: conditionsNamed(names{succeeded: "Complete"}),
 		// Its JobSet has one replicated job, node, of one Job.
@@ -125,6 +133,7 @@ func table() []*kind {
 		kueue:     true,
 		suspend:   []string{"spec", "suspend"},
 		podSets:   jobSetPodSets,
+		podMaker:  "Job",
 		state:     conditionsNamed(names{succeeded: "Completed", restarting: "RestartingJobSet"}),
 		member: func(obj map[string]any, pod *corev1.Pod) (Member, bool) {
 			jobs, _, _ := unstructured.NestedSlice(obj, "spec", "replicatedJobs")

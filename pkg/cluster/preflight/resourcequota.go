@@ -69,36 +69,17 @@ func (k *checker) resourceQuotas(quotas []corev1.ResourceQuota, sets []cluster.P
 }
 
 // quotaNeed is what the job's pods of sets count against a quota's
-// resource, as a ResourceQuota counts a pod: pods (count/pods), requests
-// (cpu, requests.cpu, requests.nvidia.com/gpu) and limits (limits.cpu);
-// false for a resource no pod counts against (count/ of other objects,
-// services). path is the setting that asks for it.
+// resource (cluster.QuotaUse), and the setting that asks for it.
 func (k *checker) quotaNeed(name corev1.ResourceName, sets []cluster.PodSet) (resource.Quantity, diag.Path, bool) {
-	var total resource.Quantity
+	need, ok := cluster.QuotaUse(name, sets)
+	of := corev1.ResourceName(strings.TrimPrefix(string(name), "requests."))
 	switch {
 	case name == corev1.ResourcePods || name == "count/pods":
-		for _, ps := range sets {
-			total.Add(*resource.NewQuantity(ps.Count, resource.DecimalSI))
-		}
-		return total, diag.Path{"numPods"}, true
+		return need, diag.Path{"numPods"}, ok
 	case strings.HasPrefix(string(name), "limits."):
-		of := corev1.ResourceName(strings.TrimPrefix(string(name), "limits."))
-		for _, ps := range sets {
-			q := ps.Limits()[of]
-			q.Mul(ps.Count)
-			total.Add(q)
-		}
-		return total, k.limitPath(of), true
-	case strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), "requests."):
-		return total, nil, false
+		return need, k.limitPath(corev1.ResourceName(strings.TrimPrefix(string(name), "limits."))), ok
 	}
-	of := corev1.ResourceName(strings.TrimPrefix(string(name), "requests."))
-	for _, ps := range sets {
-		q := ps.Requests()[of]
-		q.Mul(ps.Count)
-		total.Add(q)
-	}
-	return total, k.resourcePath(string(of)), true
+	return need, k.resourcePath(string(of)), ok
 }
 
 // quotaPerPod says how the job's count against a quota adds up: "4 pods ×
