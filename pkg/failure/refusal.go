@@ -140,7 +140,12 @@ func refusal(reason, message, object, uid string, at time.Time) (Failure, bool) 
 // guard refuses the same pods every time, that every retry will fail the
 // same way.
 func (f Failure) refusedString() string {
-	text := fmt.Sprintf("the API server refuses to create the job's pods (%s, as %s says): %s; %s", f.Guard, f.Object, f.Message, f.Fix)
+	what := "the job's pods"
+	if strings.HasPrefix(f.Object, "AppWrapper ") {
+		// Its condition is of the job it wraps, which it creates.
+		what = "the job it wraps"
+	}
+	text := fmt.Sprintf("the API server refuses to create %s (%s, as %s says): %s; %s", what, f.Guard, f.Object, f.Message, f.Fix)
 	if f.Certain {
 		text += "; every retry will be refused the same way"
 	}
