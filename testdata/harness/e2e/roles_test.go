@@ -124,16 +124,23 @@ func (s *sim) roles(t *testing.T) {
 	}
 }
 
-// asTeamMember runs roleSteps as the user, whose kubeconfig names the
-// namespace and impersonates the user from the administrator's.
-func (s *sim) asTeamMember(t *testing.T, i int, role teamRole, user, ns, workspace string) {
-	dir := t.TempDir()
+// memberKubeconfig writes, in dir, a kubeconfig that names the namespace
+// and impersonates the user from the administrator's.
+func (s *sim) memberKubeconfig(t *testing.T, dir, user, ns string) string {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	config, err := clientcmd.LoadFromFile(s.cluster.Kubeconfig)
 	require.NoError(t, err)
 	config.Contexts[config.CurrentContext].Namespace = ns
 	config.AuthInfos[config.Contexts[config.CurrentContext].AuthInfo].Impersonate = user
 	require.NoError(t, clientcmd.WriteToFile(*config, kubeconfig))
+	return kubeconfig
+}
+
+// asTeamMember runs roleSteps as the user, whose kubeconfig names the
+// namespace and impersonates the user from the administrator's.
+func (s *sim) asTeamMember(t *testing.T, i int, role teamRole, user, ns, workspace string) {
+	dir := t.TempDir()
+	kubeconfig := s.memberKubeconfig(t, dir, user, ns)
 
 	settings := func(name, runFor string) string {
 		file := filepath.Join(dir, name+".settings.yaml")

@@ -63,6 +63,7 @@ func TestSimulatedCluster(t *testing.T) {
 		t.Run("multikueue", inParallel(s.multiKueue))
 		t.Run("gitops", inParallel(s.gitops))
 		t.Run("followers", inParallel(s.followers))
+		t.Run("guards", inParallel(s.guards))
 		t.Run("in-turn", inParallel(func(t *testing.T) {
 			t.Run("webhooks", s.webhooks)
 			t.Run("access", s.access)
