@@ -168,19 +168,25 @@ func (s Status) unsaid(latest failure.Attempt) []Event {
 	if s.Pods.Problem != "" {
 		told = append(told, oneLine(s.Pods.Problem))
 	}
-	if s.Failure != nil {
-		told = append(told, s.Failure.String())
-	}
+	// The guards whose refusals of the pods the cause says: their words
+	// differ from pod to pod (a worker's init container, which the master
+	// has not).
+	guards := map[string]bool{}
 	for _, f := range latest.Failures {
 		if f.Reason == failure.Refused {
-			told = append(told, f.Message)
+			guards[f.Guard] = true
 		}
+	}
+	if s.Failure != nil {
+		told = append(told, s.Failure.String())
+		guards[s.Failure.Guard] = s.Failure.Reason == failure.Refused
 	}
 	var out []Event
 	said := map[string]bool{}
 	for _, e := range s.Warnings {
 		words := e.Reason + ": " + failure.Words(e.Message)
-		if said[words] || slices.ContainsFunc(told, func(t string) bool { return strings.Contains(t, failure.Words(e.Message)) }) {
+		refusal, refused := failure.Refusing(e.Reason, e.Message, e.Object, "", e.Last)
+		if said[words] || refused && guards[refusal.Guard] || slices.ContainsFunc(told, func(t string) bool { return strings.Contains(t, failure.Words(e.Message)) }) {
 			continue
 		}
 		said[words] = true

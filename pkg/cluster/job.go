@@ -219,3 +219,22 @@ func QuotaUse(name corev1.ResourceName, sets []PodSet) (resource.Quantity, bool)
 	}
 	return total, true
 }
+
+// Made is what the job's controller makes of its pod sets, beside their
+// templates, that matters to what judges the pods (Pod Security): the pod
+// sets as made (the training operator's init container in a PyTorchJob's
+// workers), what its controller adds and how to do without it; the sets as
+// they are, and "", when it adds nothing.
+func (j *Job) Made() (sets []PodSet, says, fix string) {
+	k := kindOf(j.Inner)
+	if k == nil || k.adds == nil {
+		return j.PodSets, "", ""
+	}
+	sets = make([]PodSet, len(j.PodSets))
+	for i, ps := range j.PodSets {
+		ps.Pod = *ps.Pod.DeepCopy()
+		k.adds.add(j.Inner.Object, &ps)
+		sets[i] = ps
+	}
+	return sets, k.adds.says, k.adds.fix
+}

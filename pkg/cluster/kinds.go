@@ -53,6 +53,31 @@ type kind struct {
 	// named <jobset>-<replicated job>-<index>; an AppWrapper's is its
 	// component's.
 	podMaker string
+	// adds is what the kind's controller adds to the pods of a set, beside
+	// their template, that matters to what judges them (Pod Security):
+	// says what, and fix how to do without it. nil for nothing.
+	adds *additions
+}
+
+// additions are what a kind's controller adds to its pods.
+type additions struct {
+	add       func(obj map[string]any, set *PodSet)
+	says, fix string
+}
+
+// operatorInit is the init container the training operator (v1.9, its
+// default template) adds to a PyTorchJob's workers, which waits for the
+// master's name: without a security context.
+var operatorInit = &additions{
+	add: func(obj map[string]any, set *PodSet) {
+		if _, ok, _ := unstructured.NestedMap(obj, "spec", "pytorchReplicaSpecs", "Master"); !ok || set.Name != "worker" {
+			return
+		}
+		set.Pod.InitContainers = append(set.Pod.InitContainers, corev1.Container{Name: "init-pytorch", Image: "alpine:3.10",
+			Command: []string{"sh", "-c", "nslookup"}})
+	},
+	says: "the training operator adds its init container init-pytorch to the workers' pods, as its default template has it, without a security context",
+	fix:  "use jobKind: JobSet, or numPods: 1 (no workers), or ask an administrator to give the operator an init container template that meets it (--pytorch-init-container-template-file)",
 }
 
 // The labels that mark a job's pods.
@@ -122,6 +147,7 @@ func table() []*kind {
 		kueue:     true,
 		suspend:   []string{"spec", "runPolicy", "suspend"},
 		podSets:   pyTorchJobPodSets,
+		adds:      operatorInit,
 		state:     conditionsNamed(names{succeeded: "Succeeded", restarting: "Restarting", running: "Running"}),
 		member:    pyTorchJobMember,
 	}, {

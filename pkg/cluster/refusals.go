@@ -102,7 +102,7 @@ func refusedAttempts(obj *unstructured.Unstructured, refused []failure.Failure, 
 		}
 		out[top-i] = g.failures
 	}
-	if f, ok := failure.FromCondition(s.Reason, s.Message, obj.GetKind()+" "+obj.GetName(), string(obj.GetUID()), time.Now()); ok {
+	if f, ok := failure.Refusing(s.Reason, s.Message, obj.GetKind()+" "+obj.GetName(), string(obj.GetUID()), time.Now()); ok {
 		out[attempt(obj)] = append(out[attempt(obj)], f)
 	}
 	return out

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,8 @@ func TestStatusOfAJobWhosePodsAreRefused(t *testing.T) {
 	resetting := "{phase: Resetting, resettingCount: 1, conditions: [{type: Unhealthy, status: 'True', reason: InsufficientPodsReady, message: '0 pods pending; 0 pods running'}]}"
 	client := cluster(t, nil, appWrapper(resetting), workloadOwnedBy("aw-uid", admittedWL),
 		refusedEvent("e1", "pj-1", "demo-master-0", psaWords, "2026-11-26T10:00:00Z"),
-		refusedEvent("e2", "pj-1", "demo-worker-0", psaWords, "2026-11-26T10:00:01Z"))
+		// The worker's words name its init container too.
+		refusedEvent("e2", "pj-1", "demo-worker-0", strings.Replace(psaWords, `container "pytorch"`, `containers "init-pytorch", "pytorch"`, 1), "2026-11-26T10:00:01Z"))
 	client.Keeper = &failure.Keeper{Dir: t.TempDir()}
 	ref := Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}
 	s, err := client.Status(context.Background(), ref)

@@ -110,10 +110,11 @@ func FromRefusal(e *corev1.Event, object string) (Failure, bool) {
 	return refusal(e.Reason, e.Message, object, string(e.InvolvedObject.UID), at)
 }
 
-// FromCondition reads the refusal a job's condition says: the
-// AppWrapper's Unhealthy, CreateFailed, when the API server refused the job
-// it wraps. False for any other.
-func FromCondition(reason, message, object, uid string, at time.Time) (Failure, bool) {
+// Refusing reads the refusal that a reason and message say, of a job's
+// condition (the AppWrapper's Unhealthy, CreateFailed, when the API server
+// refused the job it wraps) or of an event as status shows it; false for
+// any other.
+func Refusing(reason, message, object, uid string, at time.Time) (Failure, bool) {
 	return refusal(reason, message, object, uid, at)
 }
 

@@ -75,10 +75,10 @@ func TestARefusalOfThePods(t *testing.T) {
 
 // The AppWrapper's own refusal, of the job it wraps, in its condition.
 func TestARefusalOfTheWrappedJob(t *testing.T) {
-	f, ok := FromCondition("CreateFailed", `error creating components: admission webhook "vpytorchjob.kb.io" denied the request: spec.pytorchReplicaSpecs: Forbidden`, "AppWrapper ng1", "uid-aw", start)
+	f, ok := Refusing("CreateFailed", `error creating components: admission webhook "vpytorchjob.kb.io" denied the request: spec.pytorchReplicaSpecs: Forbidden`, "AppWrapper ng1", "uid-aw", start)
 	require.True(t, ok)
 	require.Equal(t, `admission webhook "vpytorchjob.kb.io" denied the request: spec.pytorchReplicaSpecs: Forbidden`, f.Message)
-	_, ok = FromCondition("FoundFailedPods", "1 failed pods", "AppWrapper ng1", "uid-aw", start)
+	_, ok = Refusing("FoundFailedPods", "1 failed pods", "AppWrapper ng1", "uid-aw", start)
 	require.False(t, ok)
 }
 

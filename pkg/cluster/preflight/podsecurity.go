@@ -46,14 +46,31 @@ func (k *checker) podSecurity(ctx context.Context) {
 		return
 	}
 	said := map[string]bool{}
-	for _, ps := range k.job.PodSets {
+	say := func(path diag.Path, results []policy.CheckResult, fix string) {
+		aggregate := policy.AggregateCheckResults(results)
+		words := fmt.Sprintf("violates PodSecurity %q: %s", nsPolicy.Enforce.String(), aggregate.ForbiddenDetail())
+		if said[path.String()+words] {
+			return
+		}
+		said[path.String()+words] = true
+		k.add(diag.Error, path, "namespace %q enforces Pod Security %s (its label %s), and the API server would refuse the job's pods when their controller creates them, after Kueue admitted the job: %s; %s",
+			k.namespace, nsPolicy.Enforce.Level, enforceLabel, words, fix)
+	}
+	refused := func(pod *cluster.PodSet) []policy.CheckResult {
+		var out []policy.CheckResult
+		for _, r := range evaluator.EvaluatePod(nsPolicy.Enforce, &pod.Meta, &pod.Pod) {
+			if !r.Allowed {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	made, adds, fix := k.job.Made()
+	for i, ps := range k.job.PodSets {
 		ids := checkIDs(nsPolicy.Enforce, emulated, &ps)
 		groups := map[string][]policy.CheckResult{}
 		var order []string
-		for _, r := range evaluator.EvaluatePod(nsPolicy.Enforce, &ps.Meta, &ps.Pod) {
-			if r.Allowed {
-				continue
-			}
+		for _, r := range refused(&ps) {
 			key := k.securityPath(ids[r.ForbiddenReason], ps.Pod).String()
 			if _, ok := groups[key]; !ok {
 				order = append(order, key)
@@ -61,14 +78,15 @@ func (k *checker) podSecurity(ctx context.Context) {
 			groups[key] = append(groups[key], r)
 		}
 		for _, key := range order {
-			aggregate := policy.AggregateCheckResults(groups[key])
-			words := fmt.Sprintf("violates PodSecurity %q: %s", nsPolicy.Enforce.String(), aggregate.ForbiddenDetail())
-			if said[key+words] {
-				continue
+			path := diag.ParsePath(key)
+			say(path, groups[key], k.securityFix(path, nsPolicy.Enforce.Level))
+		}
+		// What the settings make meets the level: what the job's
+		// controller adds to its pods may not.
+		if len(order) == 0 && adds != "" {
+			if results := refused(&made[i]); len(results) > 0 {
+				say(diag.Path{"jobKind"}, results, adds+"; "+fix)
 			}
-			said[key+words] = true
-			k.add(diag.Error, diag.ParsePath(key), "namespace %q enforces Pod Security %s (its label %s), and the API server would refuse the job's pods when their controller creates them, after Kueue admitted the job: %s; %s",
-				k.namespace, nsPolicy.Enforce.Level, enforceLabel, words, k.securityFix(diag.ParsePath(key), nsPolicy.Enforce.Level))
 		}
 	}
 }

@@ -66,8 +66,9 @@ mainProgram: train.py
 // (generator render | kubectl apply) is told by status, the refusal as its
 // cause, within a minute of its controller's first refusal, and again
 // after the AppWrapper's reset; submit --wait of a job refused for good
-// ends with exit 1; and a job with podSecurity: restricted runs to its end
-// in the restricted namespace.
+// ends with exit 1; and a job with podSecurity: restricted (a JobSet: the
+// training operator adds an init container of its own to a PyTorchJob's
+// workers, which check says) runs to its end in the restricted namespace.
 func (s *sim) guards(t *testing.T) {
 	kubectl(t, s.cluster, nil, "apply", "-f", cases.Path(t, "testdata", "rbac", "mlbatch-edit-role.yaml"))
 	for ns, guard := range guardNamespaces {
@@ -120,7 +121,7 @@ func (s *sim) guards(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "settings.yaml"),
-			[]byte(guardSettings("restricted-runs", "PyTorchJob", 2)+"podSecurity: restricted\nsecurityContext: {runAsUser: 1000}\n"), 0o644))
+			[]byte(guardSettings("restricted-runs", "JobSet", 2)+"podSecurity: restricted\nsecurityContext: {runAsUser: 1000}\n"), 0o644))
 		r := s.generate(t, dir, "submit", "--wait", "-f", "settings.yaml", "-n", "guard-restricted")
 		require.Equal(t, 0, r.code, "%s%s", r.stdout, r.stderr)
 		require.Contains(t, r.stdout, "Succeeded")
