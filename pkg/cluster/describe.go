@@ -179,7 +179,9 @@ func (s Status) unsaid(latest failure.Attempt) []Event {
 	}
 	if s.Failure != nil {
 		told = append(told, s.Failure.String())
-		guards[s.Failure.Guard] = s.Failure.Reason == failure.Refused
+		if s.Failure.Reason == failure.Refused {
+			guards[s.Failure.Guard] = true
+		}
 	}
 	var out []Event
 	said := map[string]bool{}

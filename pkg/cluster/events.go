@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // recentWarnings is how many Warning events status shows.
@@ -32,7 +30,7 @@ type Event struct {
 // the job it wraps or makes (same name), of its Workload and of its pods;
 // the latest first, one per object and reason. With them, the refusals of
 // its pods that the events say (refusals).
-func (c *Client) warnings(ctx context.Context, obj *unstructured.Unstructured, wl *workload, podList []corev1.Pod) ([]Event, []failure.Failure, error) {
+func (c *Client) warnings(ctx context.Context, obj *unstructured.Unstructured, wl *workload, podList []corev1.Pod) ([]Event, []refusal, error) {
 	list, err := c.Dynamic.Resource(events).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
 	if err != nil {
 		return nil, nil, err
@@ -48,14 +46,14 @@ func (c *Client) warnings(ctx context.Context, obj *unstructured.Unstructured, w
 		mine["Pod/"+p.Name] = true
 	}
 	latest := map[string]Event{}
-	var refused []failure.Failure
+	var refused []refusal
 	for _, item := range list.Items {
 		var e corev1.Event
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &e) != nil || e.Type != corev1.EventTypeWarning {
 			continue
 		}
-		if f, ok := refusalOf(obj, &e); ok {
-			refused = append(refused, f)
+		if r, ok := refusalOf(obj, &e); ok {
+			refused = append(refused, r)
 		}
 		about := e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
 		if !mine[about] {

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/torchwrap/generator/pkg/failure"
 )
@@ -44,19 +45,30 @@ func makesPods(obj *unstructured.Unstructured, about corev1.ObjectReference) boo
 	return err == nil
 }
 
+// refusal is a refusal of the job's pods, and the object whose controller
+// said it: the job or Job that makes an attempt's pods.
+type refusal struct {
+	by      types.UID
+	failure failure.Failure
+}
+
 // refusalOf reads the refusal of the job's pods that an event says, of an
 // object that makes them, since the job was made (not one of an earlier
 // job of its name); false for any other event.
-func refusalOf(obj *unstructured.Unstructured, e *corev1.Event) (failure.Failure, bool) {
+func refusalOf(obj *unstructured.Unstructured, e *corev1.Event) (refusal, bool) {
 	if !makesPods(obj, e.InvolvedObject) || eventTime(e).Before(obj.GetCreationTimestamp().Time) {
-		return failure.Failure{}, false
+		return refusal{}, false
 	}
-	return failure.FromRefusal(e, e.InvolvedObject.Kind+" "+e.InvolvedObject.Name)
+	f, ok := failure.FromRefusal(e, e.InvolvedObject.Kind+" "+e.InvolvedObject.Name)
+	return refusal{by: e.InvolvedObject.UID, failure: f}, ok
 }
 
 // Refusal is the refusal of the job's pods that a Warning event says, for
 // the watch of its failures (podwatch.Job).
-func (w *watched) Refusal(e *corev1.Event) (failure.Failure, bool) { return refusalOf(w.job.get(), e) }
+func (w *watched) Refusal(e *corev1.Event) (failure.Failure, bool) {
+	r, ok := refusalOf(w.job.get(), e)
+	return r.failure, ok
+}
 
 // refusedAttempts are the refusals of the job's pods by the attempt they
 // were made in, from those the events say (refused) and the job's own
@@ -65,18 +77,18 @@ func (w *watched) Refusal(e *corev1.Event) (failure.Failure, bool) { return refu
 // latest first, of the attempts back from the one the job is in; or, while
 // it runs and its events hold no more objects than its retries, from the
 // last that failed (its current attempt has made no object refused yet).
-func refusedAttempts(obj *unstructured.Unstructured, refused []failure.Failure, s Status) map[int][]failure.Failure {
+func refusedAttempts(obj *unstructured.Unstructured, refused []refusal, s Status) map[int][]failure.Failure {
 	type group struct {
 		first    time.Time
 		failures []failure.Failure
 	}
-	groups := map[string]*group{}
-	for _, f := range refused {
-		uid, _, _ := strings.Cut(strings.TrimPrefix(f.Key, "refused/"), "/")
-		g, ok := groups[uid]
+	groups := map[types.UID]*group{}
+	for _, r := range refused {
+		f := r.failure
+		g, ok := groups[r.by]
 		if !ok {
 			g = &group{first: f.At}
-			groups[uid] = g
+			groups[r.by] = g
 		}
 		if f.At.Before(g.first) {
 			g.first = f.At
