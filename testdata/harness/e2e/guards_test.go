@@ -70,7 +70,7 @@ mainProgram: train.py
 // training operator adds an init container of its own to a PyTorchJob's
 // workers, which check says) runs to its end in the restricted namespace.
 func (s *sim) guards(t *testing.T) {
-	kubectl(t, s.cluster, nil, "apply", "-f", cases.Path(t, "testdata", "rbac", "mlbatch-edit-role.yaml"))
+	s.applyMLBatchRole(t)
 	for ns, guard := range guardNamespaces {
 		if strings.Contains(guard, "kind: Namespace") {
 			kubectl(t, s.cluster, []byte(guard), "apply", "-f", "-")

@@ -102,7 +102,7 @@ var placedOrError = regexp.MustCompile(`^(Error: |\S+:\d+:\d+: )`)
 // no request is refused, and each is one of cluster.Uses's rights of the
 // command that made it (the commands' API logs).
 func (s *sim) roles(t *testing.T) {
-	kubectl(t, s.cluster, nil, "apply", "-f", cases.Path(t, "testdata", "rbac", "mlbatch-edit-role.yaml"))
+	s.applyMLBatchRole(t)
 	kubectl(t, s.cluster, []byte(s.generate(t, t.TempDir(), "access", "--roles").stdout), "apply", "-f", "-")
 	dir := t.TempDir()
 	workspace := filepath.Join(dir, "workspace")
@@ -122,6 +122,14 @@ func (s *sim) roles(t *testing.T) {
 			s.asTeamMember(t, i, role, user, ns, workspace)
 		})
 	}
+}
+
+// applyMLBatchRole applies MLBatch's team role (mlbatch-edit), once for
+// the scenarios that bind it.
+func (s *sim) applyMLBatchRole(t *testing.T) {
+	s.mlbatchRole.Do(func() {
+		kubectl(t, s.cluster, nil, "apply", "-f", cases.Path(t, "testdata", "rbac", "mlbatch-edit-role.yaml"))
+	})
 }
 
 // memberKubeconfig writes, in dir, a kubeconfig that names the namespace

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,6 +117,9 @@ type sim struct {
 	// cache is the user's cache folder of every run of the generator
 	// (XDG_CACHE_HOME), where it keeps why jobs failed.
 	cache string
+	// mlbatchRole applies MLBatch's team role once, for the scenarios that
+	// bind it, which run at once (mlbatchRole).
+	mlbatchRole sync.Once
 }
 
 // result is what a run of the generator gave.
