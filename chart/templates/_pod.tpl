@@ -42,11 +42,21 @@ training container, before those of torchwrap.env.
 {{- with $mounts -}}
 {{- $_ := set $container "volumeMounts" . -}}
 {{- end -}}
+{{- $security := include "torchwrap.securityContext" $v | fromJson -}}
+{{- $containerSecurity := deepCopy $security.container -}}
 {{- if or (gt (int $v.numRoceGdr) 0) (eq (toString $v.serviceAccountName) "gdr") -}}
-{{- $_ := set $container "securityContext" (dict "capabilities" (dict "add" (list "IPC_LOCK"))) -}}
+{{- $capabilities := $containerSecurity.capabilities | default dict -}}
+{{- $_ := set $capabilities "add" (list "IPC_LOCK") -}}
+{{- $_ := set $containerSecurity "capabilities" $capabilities -}}
+{{- end -}}
+{{- with $containerSecurity -}}
+{{- $_ := set $container "securityContext" . -}}
 {{- end -}}
 
 {{- $spec := dict "containers" (list $container) "affinity" (include "torchwrap.affinity" $v | fromJson) -}}
+{{- with $security.pod -}}
+{{- $_ := set $spec "securityContext" . -}}
+{{- end -}}
 {{- with $volumes -}}
 {{- $_ := set $spec "volumes" . -}}
 {{- end -}}
@@ -59,7 +69,11 @@ training container, before those of torchwrap.env.
 {{- with $v.initContainers -}}
 {{- $init := list -}}
 {{- range . -}}
-{{- $init = append $init (merge (dict "terminationMessagePolicy" "FallbackToLogsOnError") .) -}}
+{{- $one := merge (dict "terminationMessagePolicy" "FallbackToLogsOnError") . -}}
+{{- with $security.container -}}
+{{- $_ := set $one "securityContext" (deepCopy .) -}}
+{{- end -}}
+{{- $init = append $init $one -}}
 {{- end -}}
 {{- $_ := set $spec "initContainers" $init -}}
 {{- end -}}
@@ -94,6 +108,43 @@ training container, before those of torchwrap.env.
 {{- with $metadata -}}
 {{- $_ := set $.out "metadata" . -}}
 {{- end -}}
+{{- end -}}
+
+{{- /*
+torchwrap.securityContext: the pods' security context ("pod") and every
+container's ("container"), from securityContext, with what podSecurity:
+restricted needs where securityContext leaves it out: runAsNonRoot and the
+RuntimeDefault seccomp profile on the pod, no privilege escalation and every
+capability dropped in each container. Empty when neither is set, so that a job
+without them is as the kind makes it.
+*/ -}}
+{{- define "torchwrap.securityContext" -}}
+{{- $sc := .securityContext | default dict -}}
+{{- $restricted := eq (toString .podSecurity) "restricted" -}}
+{{- $pod := dict -}}
+{{- range $field := list "runAsUser" "runAsGroup" "fsGroup" -}}
+{{- if not (kindIs "invalid" (index $sc $field)) -}}
+{{- $_ := set $pod $field (index $sc $field) -}}
+{{- end -}}
+{{- end -}}
+{{- if kindIs "bool" $sc.runAsNonRoot -}}
+{{- $_ := set $pod "runAsNonRoot" $sc.runAsNonRoot -}}
+{{- else if $restricted -}}
+{{- $_ := set $pod "runAsNonRoot" true -}}
+{{- end -}}
+{{- with $sc.seccompProfile | default (ternary "RuntimeDefault" "" $restricted) -}}
+{{- $_ := set $pod "seccompProfile" (dict "type" .) -}}
+{{- end -}}
+{{- $container := dict -}}
+{{- if kindIs "bool" $sc.allowPrivilegeEscalation -}}
+{{- $_ := set $container "allowPrivilegeEscalation" $sc.allowPrivilegeEscalation -}}
+{{- else if $restricted -}}
+{{- $_ := set $container "allowPrivilegeEscalation" false -}}
+{{- end -}}
+{{- with $sc.dropCapabilities | default (ternary (list "ALL") (list) $restricted) -}}
+{{- $_ := set $container "capabilities" (dict "drop" .) -}}
+{{- end -}}
+{{- toJson (dict "pod" $pod "container" $container) -}}
 {{- end -}}
 
 {{- /* torchwrap.resources: requests and limits of the training container; zero accelerator and RoCE counts are left out. */ -}}

@@ -8,7 +8,8 @@ TrainJob gives the container's image, command, env and resources in
 spec.trainer, with numNodes and numProcPerNode; everything else of the pod
 template goes in one runtime patch (spec.runtimePatches, manager
 torchwrap.dev/generator) of the node job's pod template: the pod's labels and
-annotations, the fields of the PodSpec that a patch may set,
+annotations, the fields of the PodSpec that a patch may set (its security context
+among them),
 and the container's volume mounts and security context. The schema refuses
 the settings a patch cannot carry. Trainer sets PET_NNODES, PET_NPROC_PER_NODE,
 PET_NODE_RANK, PET_MASTER_ADDR and PET_MASTER_PORT in the container; the
@@ -33,7 +34,7 @@ launch script hands them to torchrun.
 {{- end -}}
 {{- end -}}
 {{- $podSpec := dict -}}
-{{- range $field := list "serviceAccountName" "volumes" "imagePullSecrets" "nodeSelector" "affinity" "tolerations" "terminationGracePeriodSeconds" -}}
+{{- range $field := list "serviceAccountName" "volumes" "imagePullSecrets" "securityContext" "nodeSelector" "affinity" "tolerations" "terminationGracePeriodSeconds" -}}
 {{- if hasKey $pod.spec $field -}}
 {{- $_ := set $podSpec $field (index $pod.spec $field) -}}
 {{- end -}}

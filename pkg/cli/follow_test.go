@@ -154,6 +154,17 @@ func TestFollowAJobThatFails(t *testing.T) {
 	require.Equal(t, "AppWrapper demo: Failed: FoundFailedPods\n", errOut.String())
 }
 
+// A job whose pods (here, the job the AppWrapper wraps) the API server
+// refuses every time ends the following with the refusal, left as it is,
+// and how to delete it.
+func TestFollowAJobThatIsRefused(t *testing.T) {
+	var out, errOut strings.Builder
+	err := follow(context.Background(), Streams{Out: &out, Err: &errOut}, fakeCluster(t, `{phase: Resetting, resettingCount: 1, conditions: [{type: Unhealthy, status: 'True', reason: CreateFailed,
+  message: 'error creating components: admission webhook "vpytorchjob.kb.io" denied the request: spec: Forbidden'}]}`), demo, 0)
+	require.EqualError(t, err, `the AppWrapper "demo" in namespace "ml" will not run: the API server refuses to create the job it wraps (admission webhook vpytorchjob.kb.io, as AppWrapper demo says): admission webhook "vpytorchjob.kb.io" denied the request: spec: Forbidden; change what it refuses, or ask its owner, an administrator; every retry will be refused the same way. It is left as it is; delete it with generator delete demo -n ml, and submit it again once the settings (or the namespace) allow its pods`)
+	require.Empty(t, out.String())
+}
+
 func TestFollowUntilTheTimeout(t *testing.T) {
 	var out, errOut strings.Builder
 	err := follow(context.Background(), Streams{Out: &out, Err: &errOut}, fakeCluster(t, "{phase: Running}"), demo, 20*time.Millisecond)

@@ -54,7 +54,10 @@ their working folder before setupCommands and mainProgram.
 
 Exit codes: 0 when the job was submitted (with --wait, when it succeeded), 1
 when the check found a problem, a job of that name has not finished, or the
-job failed or outlasted --timeout, 2 for a wrong command line, 3 when the
+job failed, outlasted --timeout, or its pods are refused for good (the API
+server refuses them every time, as its namespace's Pod Security level, a
+LimitRange, a webhook or a quota below the job does: the job is left as it
+is, and the line says how to delete it), 2 for a wrong command line, 3 when the
 cluster cannot be reached (with --wait, for longer than --outage), 130 when
 Ctrl-C stopped following.`,
 		Example: `  generator submit settings.yaml
@@ -165,6 +168,9 @@ func follow(ctx context.Context, s Streams, client *cluster.Client, ref cluster.
 		return err
 	case last.State == cluster.Failed:
 		return fmt.Errorf("the %s failed; see it with %s", ref, statusCommand(ref))
+	case last.Refusal != nil:
+		return fmt.Errorf("the %s will not run: %s. It is left as it is; delete it with generator delete %s -n %s, and submit it again once the settings (or the namespace) allow its pods",
+			ref, last.Refusal, ref.Name, ref.Namespace)
 	}
 	_, err = fmt.Fprintln(s.Out, last.Line())
 	return err

@@ -90,14 +90,14 @@ func TestMLBatchRefusalsAreInTheirPage(t *testing.T) {
 }
 
 // docs/cluster.md's "Before you submit" quotes what generator check printed
-// in the simulated cluster: the expected files of those scenarios, which make
-// e2e-cluster keeps true.
+// in the simulated cluster: the expected files of those scenarios (check's,
+// and guards'), which make e2e-cluster keeps true.
 func TestTheDocsQuoteCheckAsItRuns(t *testing.T) {
 	page := readFile(t, cases.Path(t, "docs", "cluster.md"))
-	for _, scenario := range []string{"readme", "researcher"} {
-		transcript := readFile(t, cases.Path(t, "testdata", "cluster", scenario, "expected.txt"))
+	for _, scenario := range []string{"cluster/readme", "cluster/researcher", "guards/restricted", "guards/quota", "guards/quota-mlbatch"} {
+		transcript := readFile(t, cases.Path(t, "testdata", scenario, "expected.txt"))
 		_, output, _ := strings.Cut(transcript, "\n") // after "exit N"
-		require.Contains(t, page, "```text\n"+output+"```", "docs/cluster.md quotes testdata/cluster/%s/expected.txt as it is", scenario)
+		require.Contains(t, page, "```text\n"+output+"```", "docs/cluster.md quotes testdata/%s/expected.txt as it is", scenario)
 	}
 }
 

@@ -174,6 +174,12 @@ func (c *Client) MayAll(ctx context.Context, rights []Right) ([]bool, error) {
 type Use struct {
 	Command      string
 	Needs, Helps []Right
+	// Asks are rights the command uses when the role has them, and which
+	// no role of the generator grants, nor generator access asks: check's
+	// server-side dry run of the pods, which takes the right to create
+	// pods, and with it to run them outside every queue. Without it,
+	// check evaluates the namespace's guards itself, from what Helps reads.
+	Asks []Right
 }
 
 // Uses are the rights of every command that talks to a cluster, for jobs
@@ -219,10 +225,13 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 	find := in("get", every...)
 	listing := slices.Concat(in("list", every...), in("list", workloadsResource, podsResource), in("get", pendingWorkloadsResource))
 	// What check asks beside the dry run: the objects the settings name,
-	// the queue and its quota, the nodes, the cluster's profile.
+	// the queue and its quota, the namespace's own guards of its pods
+	// (its Pod Security labels, ResourceQuotas and LimitRanges), the
+	// nodes, the cluster's profile.
 	questions := slices.Concat(
 		in("get", core("namespaces"), kueue("localqueues"), configMapsResource, core("secrets"), core("persistentvolumeclaims"),
 			core("serviceaccounts"), schema.GroupResource{Group: "k8s.cni.cncf.io", Resource: "network-attachment-definitions"}),
+		in("list", core("resourcequotas"), core("limitranges")),
 		[]Right{ProfileRight(profile.ClusterNamespace)},
 		on("get", schema.GroupResource{Group: "scheduling.k8s.io", Resource: "priorityclasses"}, kueue("workloadpriorityclasses"),
 			kueue("clusterqueues"), kueue("resourceflavors"), kueue("topologies"), schema.GroupResource{Group: "storage.k8s.io", Resource: "storageclasses"},
@@ -236,15 +245,17 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 	reading := slices.Concat(find, in("list", workloadsResource, eventsResource, podsResource), in("get", podLogsResource, pendingWorkloadsResource))
 	watching := slices.Concat(in("list", submitted...), in("watch", submitted...))
 	following := slices.Concat(reading, watching, in("watch", workloadsResource, eventsResource, podsResource))
+	// The pods' dry run: the right is asked first (May), then used.
+	podDryRun := in("create", podsResource)
 	// Submitting: a server-side apply, which creates the job, then a
 	// reading of it. AppWrapper's webhook lets only those who may create
 	// the kind it wraps create it (its userRBACAdmissionCheck).
 	creating := slices.Concat(in("create", job...), in("patch", submitted...), in("get", submitted...))
 	return []Use{
-		{Command: "check", Needs: in("create", job...), Helps: questions},
-		{Command: "submit", Needs: creating, Helps: slices.Concat(questions, find)},
-		{Command: "submit --wait", Needs: slices.Concat(creating, watching), Helps: slices.Concat(questions, following)},
-		{Command: "submit --workspace", Needs: slices.Concat(creating, in("create", configMapsResource)), Helps: slices.Concat(questions, find)},
+		{Command: "check", Needs: in("create", job...), Helps: questions, Asks: podDryRun},
+		{Command: "submit", Needs: creating, Helps: slices.Concat(questions, find), Asks: podDryRun},
+		{Command: "submit --wait", Needs: slices.Concat(creating, watching), Helps: slices.Concat(questions, following), Asks: podDryRun},
+		{Command: "submit --workspace", Needs: slices.Concat(creating, in("create", configMapsResource)), Helps: slices.Concat(questions, find), Asks: podDryRun},
 		{Command: "status", Needs: in("get", submitted...), Helps: reading},
 		{Command: "logs", Needs: slices.Concat(in("get", submitted...), in("list", podsResource), in("get", podLogsResource)), Helps: reading},
 		{Command: "logs -f", Needs: slices.Concat(in("get", submitted...), watching, in("list", podsResource), in("watch", podsResource), in("get", podLogsResource)),

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -43,7 +44,15 @@ func (s Status) summary() string {
 			fmt.Fprintf(&b, ", pods succeeded %d/%d", s.Pods.Succeeded, s.Pods.Expected)
 		}
 	}
-	if why := s.why(); why != "" {
+	refused := s.Failure != nil && s.Failure.Reason == failure.Refused
+	if refused {
+		// The cause, first: the job's own words only say its pods are not
+		// there.
+		b.WriteString(": " + s.Failure.String())
+	}
+	if why := s.why(); why != "" && refused {
+		b.WriteString("; " + why)
+	} else if why != "" {
 		b.WriteString(": " + why)
 	}
 	for _, w := range s.Offered {
@@ -51,7 +60,7 @@ func (s Status) summary() string {
 			fmt.Fprintf(&b, "; on worker cluster %s: %s", w.Name, oneLine(w.Waiting))
 		}
 	}
-	if s.Failure != nil {
+	if s.Failure != nil && !refused {
 		b.WriteString("; " + s.Failure.String())
 	}
 	if s.Pods.Problem != "" && (s.State == Admitted || s.State == Running) {
@@ -137,16 +146,55 @@ func (s Status) Lines() string {
 	for _, w := range s.Offered {
 		line("offered", w.String())
 	}
-	for _, e := range s.Warnings {
-		// Kueue's pending reason is an event of its Workload too: said once.
-		if e.Message != oneLine(s.Message) {
-			line("warning", Cut(e.String(), eventWidth))
-		}
+	for _, e := range s.unsaid(latest) {
+		line("warning", Cut(e.String(), eventWidth))
 	}
 	for _, note := range s.Notes {
 		line("not read", note)
 	}
 	return b.String()
+}
+
+// unsaid are the job's Warning events that the other lines do not say
+// already, each message once: Kueue's pending reason (an event of its
+// Workload too), a pod's problem (the scheduler's FailedScheduling, which
+// says the same of each pod), the refusal of its pods (each pod's, by the
+// object that creates them), the cause of the attempt told (latest).
+func (s Status) unsaid(latest failure.Attempt) []Event {
+	var told []string
+	if s.Message != "" {
+		told = append(told, oneLine(s.Message))
+	}
+	if s.Pods.Problem != "" {
+		told = append(told, oneLine(s.Pods.Problem))
+	}
+	// The guards whose refusals of the pods the cause says: their words
+	// differ from pod to pod (a worker's init container, which the master
+	// has not).
+	guards := map[string]bool{}
+	for _, f := range latest.Failures {
+		if f.Reason == failure.Refused {
+			guards[f.Guard] = true
+		}
+	}
+	if s.Failure != nil {
+		told = append(told, s.Failure.String())
+		if s.Failure.Reason == failure.Refused {
+			guards[s.Failure.Guard] = true
+		}
+	}
+	var out []Event
+	said := map[string]bool{}
+	for _, e := range s.Warnings {
+		words := e.Reason + ": " + failure.Words(e.Message)
+		refusal, refused := failure.Refusing(e.Reason, e.Message, e.Object, "", e.Last)
+		if said[words] || refused && guards[refusal.Guard] || slices.ContainsFunc(told, func(t string) bool { return strings.Contains(t, failure.Words(e.Message)) }) {
+			continue
+		}
+		said[words] = true
+		out = append(out, e)
+	}
+	return out
 }
 
 // cause is the latest attempt kept of a failed job, of one retrying after

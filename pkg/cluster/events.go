@@ -28,11 +28,12 @@ type Event struct {
 
 // warnings are the recent Warning events of the job: of the job itself, of
 // the job it wraps or makes (same name), of its Workload and of its pods;
-// the latest first, one per object and reason.
-func (c *Client) warnings(ctx context.Context, obj *unstructured.Unstructured, wl *workload, podList []corev1.Pod) ([]Event, error) {
+// the latest first, one per object and reason. With them, the refusals of
+// its pods that the events say (refusals).
+func (c *Client) warnings(ctx context.Context, obj *unstructured.Unstructured, wl *workload, podList []corev1.Pod) ([]Event, []refusal, error) {
 	list, err := c.Dynamic.Resource(events).Namespace(obj.GetNamespace()).List(ctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mine := map[string]bool{}
 	for _, k := range kinds {
@@ -45,26 +46,23 @@ func (c *Client) warnings(ctx context.Context, obj *unstructured.Unstructured, w
 		mine["Pod/"+p.Name] = true
 	}
 	latest := map[string]Event{}
+	var refused []refusal
 	for _, item := range list.Items {
 		var e corev1.Event
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &e) != nil || e.Type != corev1.EventTypeWarning {
 			continue
 		}
+		if r, ok := refusalOf(obj, &e); ok {
+			refused = append(refused, r)
+		}
 		about := e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name
 		if !mine[about] {
 			continue
 		}
-		last := e.LastTimestamp.Time
-		if last.IsZero() {
-			last = e.EventTime.Time
-		}
-		if last.IsZero() {
-			last = e.CreationTimestamp.Time
-		}
+		last := eventTime(&e)
 		count := max(e.Count, 1)
 		if e.Series != nil {
 			count = max(count, e.Series.Count)
-			last = e.Series.LastObservedTime.Time
 		}
 		key := about + "/" + e.Reason
 		if had, ok := latest[key]; ok && had.Last.After(last) {
@@ -76,7 +74,21 @@ func (c *Client) warnings(ctx context.Context, obj *unstructured.Unstructured, w
 	for _, e := range latest {
 		out = append(out, e)
 	}
-	return recent(out), nil
+	return recent(out), refused, nil
+}
+
+// eventTime is when an event happened last: its series' last, its last
+// time, its time, or when it was made, the first an event has.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil:
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // recent are the latest of the events, the latest first.

@@ -38,8 +38,9 @@ const queuedEvery = time.Minute
 // told yet: the reading that saw the job fail can come first.
 const noticeGrace = 2 * time.Second
 
-// Follow reads the job's status until it has finished (Succeeded or Failed)
-// or ctx ends, and reports each reading. It reads it again when what it
+// Follow reads the job's status until it has finished (Succeeded or Failed),
+// the API server refuses its pods for good (Status.Refusal), or ctx ends,
+// and reports each reading. It reads it again when what it
 // watches of it changes (noticing.next), not on a timer. It gives the last
 // status; the error is ctx's when ctx ended first. Meanwhile it notices the
 // job's failures (noticing). report and notice are called in turn, never
@@ -68,7 +69,7 @@ func (c *Client) Follow(ctx context.Context, ref Ref, report func(Status), notic
 			}
 			last = s
 			report(s)
-			if s.State.Finished() {
+			if s.State.Finished() || s.Refusal != nil {
 				return s, nil
 			}
 		}
@@ -251,6 +252,7 @@ func (n *noticing) read(ctx context.Context, s *Status, obj *unstructured.Unstru
 			return err
 		}
 	}
+	n.refused(s, obj)
 	if n.seen == nil {
 		n.seen = s.Failure
 	}

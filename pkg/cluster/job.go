@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -39,7 +41,9 @@ type Job struct {
 type PodSet struct {
 	Name  string
 	Count int64
-	Pod   corev1.PodSpec
+	// Meta is their template's metadata: labels and annotations.
+	Meta metav1.ObjectMeta
+	Pod  corev1.PodSpec
 }
 
 // NewJob reads the rendered manifest (one object) and places it in namespace
@@ -88,9 +92,9 @@ func Count(m map[string]any, key string) int64 {
 	return 0
 }
 
-// podSpecAt reads the pod template at path (dotted, with [i] for list items,
-// as AppWrapper's podSets write it) below obj.
-func podSpecAt(obj map[string]any, path string) (corev1.PodSpec, error) {
+// podTemplateAt reads the pod template at path (dotted, with [i] for list
+// items, as AppWrapper's podSets write it) below obj.
+func podTemplateAt(obj map[string]any, path string) (corev1.PodTemplateSpec, error) {
 	var at any = obj
 	for _, part := range strings.Split(path, ".") {
 		name, index, indexed := strings.Cut(strings.TrimSuffix(part, "]"), "[")
@@ -100,32 +104,42 @@ func podSpecAt(obj map[string]any, path string) (corev1.PodSpec, error) {
 			i, err := strconv.Atoi(index)
 			list, _ := at.([]any)
 			if err != nil || i < 0 || i >= len(list) {
-				return corev1.PodSpec{}, fmt.Errorf("no pod template at %s", path)
+				return corev1.PodTemplateSpec{}, fmt.Errorf("no pod template at %s", path)
 			}
 			at = list[i]
 		}
 	}
 	template, ok := at.(map[string]any)
 	if !ok {
-		return corev1.PodSpec{}, fmt.Errorf("no pod template at %s", path)
+		return corev1.PodTemplateSpec{}, fmt.Errorf("no pod template at %s", path)
 	}
 	var t corev1.PodTemplateSpec
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(template, &t); err != nil {
-		return corev1.PodSpec{}, fmt.Errorf("the pod template at %s: %w", path, err)
+		return corev1.PodTemplateSpec{}, fmt.Errorf("the pod template at %s: %w", path, err)
 	}
-	return t.Spec, nil
+	return t, nil
 }
 
 // Requests are the resources one pod of the set asks for, as Kueue counts
 // them: the containers' requests (their limits where they have none) added
 // up, or an init container's if that is more, plus the pod's overhead.
-func (p PodSet) Requests() corev1.ResourceList {
+func (p PodSet) Requests() corev1.ResourceList { return p.total(requestsOf) }
+
+// Limits are the limits of one pod of the set, as a ResourceQuota counts
+// them (limits.cpu, limits.memory), added up as Requests adds up requests.
+func (p PodSet) Limits() corev1.ResourceList {
+	return p.total(func(c corev1.Container) corev1.ResourceList { return c.Resources.Limits })
+}
+
+// total adds up what each container of a pod has: its containers' added
+// up, or an init container's if that is more, plus the pod's overhead.
+func (p PodSet) total(of func(corev1.Container) corev1.ResourceList) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	for _, c := range p.Pod.Containers {
-		addTo(total, requestsOf(c))
+		addTo(total, of(c))
 	}
 	for _, c := range p.Pod.InitContainers {
-		for name, q := range requestsOf(c) {
+		for name, q := range of(c) {
 			if have, ok := total[name]; !ok || q.Cmp(have) > 0 {
 				total[name] = q.DeepCopy()
 			}
@@ -177,4 +191,50 @@ func (j *Job) Pods() int64 {
 		n += ps.Count
 	}
 	return n
+}
+
+// QuotaUse is what the pods of sets count against a ResourceQuota's
+// resource, as a quota counts a pod: pods (count/pods), their requests
+// (cpu, requests.cpu, requests.nvidia.com/gpu) or their limits
+// (limits.cpu); false for a resource no pod counts against (count/ of
+// other objects, services).
+func QuotaUse(name corev1.ResourceName, sets []PodSet) (resource.Quantity, bool) {
+	var total resource.Quantity
+	of, each := corev1.ResourceName(strings.TrimPrefix(string(name), "requests.")), PodSet.Requests
+	switch {
+	case name == corev1.ResourcePods || name == "count/pods":
+		for _, ps := range sets {
+			total.Add(*resource.NewQuantity(ps.Count, resource.DecimalSI))
+		}
+		return total, true
+	case strings.HasPrefix(string(name), "limits."):
+		of, each = corev1.ResourceName(strings.TrimPrefix(string(name), "limits.")), PodSet.Limits
+	case strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), "requests."):
+		return total, false
+	}
+	for _, ps := range sets {
+		q := each(ps)[of]
+		q.Mul(ps.Count)
+		total.Add(q)
+	}
+	return total, true
+}
+
+// Made is what the job's controller makes of its pod sets, beside their
+// templates, that matters to what judges the pods (Pod Security): the pod
+// sets as made (the training operator's init container in a PyTorchJob's
+// workers), what its controller adds and how to do without it; the sets as
+// they are, and "", when it adds nothing.
+func (j *Job) Made() (sets []PodSet, says, fix string) {
+	k := kindOf(j.Inner)
+	if k == nil || k.adds == nil {
+		return j.PodSets, "", ""
+	}
+	sets = make([]PodSet, len(j.PodSets))
+	for i, ps := range j.PodSets {
+		ps.Pod = *ps.Pod.DeepCopy()
+		k.adds.add(j.Inner.Object, &ps)
+		sets[i] = ps
+	}
+	return sets, k.adds.says, k.adds.fix
 }

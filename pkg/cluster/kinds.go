@@ -46,6 +46,38 @@ type kind struct {
 	// runs is how many runs a job of the kind may make, its retries and
 	// one; nil, or 0, when it does not say.
 	runs func(obj *unstructured.Unstructured) int
+	// podMaker is the kind of the objects whose controller creates the
+	// job's pods, and says in a Warning event when the API server refuses
+	// one: "" for the job itself (the training operator's, T9k's), Job for
+	// the Jobs of a JobSet (a TrainJob's, through the JobSet of its name),
+	// named <jobset>-<replicated job>-<index>; an AppWrapper's is its
+	// component's.
+	podMaker string
+	// adds is what the kind's controller adds to the pods of a set, beside
+	// their template, that matters to what judges them (Pod Security):
+	// says what, and fix how to do without it. nil for nothing.
+	adds *additions
+}
+
+// additions are what a kind's controller adds to its pods.
+type additions struct {
+	add       func(obj map[string]any, set *PodSet)
+	says, fix string
+}
+
+// operatorInit is the init container the training operator (v1.9, its
+// default template) adds to a PyTorchJob's workers, which waits for the
+// master's name: without a security context.
+var operatorInit = &additions{
+	add: func(obj map[string]any, set *PodSet) {
+		if mapAt(obj, "spec", "pytorchReplicaSpecs", "Master") == nil || set.Name != "worker" {
+			return
+		}
+		set.Pod.InitContainers = append(set.Pod.InitContainers, corev1.Container{Name: "init-pytorch", Image: "alpine:3.10",
+			Command: []string{"sh", "-c", "nslookup"}})
+	},
+	says: "the training operator adds its init container init-pytorch to the workers' pods, as its default template has it, without a security context",
+	fix:  "use jobKind: JobSet, or numPods: 1 (no workers), or ask an administrator to give the operator an init container template that meets it (--pytorch-init-container-template-file)",
 }
 
 // The labels that mark a job's pods.
@@ -101,6 +133,7 @@ func table() []*kind {
 		kueue:     true,
 		suspend:   []string{"spec", "suspend"},
 		podSets:   trainJobPodSets,
+		podMaker:  "Job",
 		// The Trainer copies its JobSet's Completed (as Complete) and Failed.
 		state: conditionsNamed(names{succeeded: "Complete"}),
 		// Its JobSet has one replicated job, node, of one Job.
@@ -114,6 +147,7 @@ func table() []*kind {
 		kueue:     true,
 		suspend:   []string{"spec", "runPolicy", "suspend"},
 		podSets:   pyTorchJobPodSets,
+		adds:      operatorInit,
 		state:     conditionsNamed(names{succeeded: "Succeeded", restarting: "Restarting", running: "Running"}),
 		member:    pyTorchJobMember,
 	}, {
@@ -125,6 +159,7 @@ func table() []*kind {
 		kueue:     true,
 		suspend:   []string{"spec", "suspend"},
 		podSets:   jobSetPodSets,
+		podMaker:  "Job",
 		state:     conditionsNamed(names{succeeded: "Completed", restarting: "RestartingJobSet"}),
 		member: func(obj map[string]any, pod *corev1.Pod) (Member, bool) {
 			return jobSetMember(sliceAt(obj, "spec", "replicatedJobs"), pod)
@@ -141,11 +176,11 @@ func table() []*kind {
 			var sets []PodSet
 			for i, s := range specs {
 				spec, _ := s.(map[string]any)
-				pod, err := podSpecAt(spec, "template")
+				pod, err := podTemplateAt(spec, "template")
 				if err != nil {
 					return nil, fmt.Errorf("replicaSpecs[%d]: %w", i, err)
 				}
-				sets = append(sets, PodSet{Name: stringAt(spec, "type"), Count: Count(spec, "replicas"), Pod: pod})
+				sets = append(sets, PodSet{Name: stringAt(spec, "type"), Count: Count(spec, "replicas"), Meta: pod.ObjectMeta, Pod: pod.Spec})
 			}
 			return sets, nil
 		},
@@ -159,11 +194,11 @@ func table() []*kind {
 		suspend:   []string{"spec", "runMode", "pause", "enabled"},
 		podSets: func(obj map[string]any) ([]PodSet, error) {
 			worker := mapAt(obj, "spec", "worker")
-			pod, err := podSpecAt(worker, "template")
+			pod, err := podTemplateAt(worker, "template")
 			if err != nil {
 				return nil, fmt.Errorf("worker: %w", err)
 			}
-			return []PodSet{{Name: "worker", Count: Count(worker, "replicas"), Pod: pod}}, nil
+			return []PodSet{{Name: "worker", Count: Count(worker, "replicas"), Meta: pod.ObjectMeta, Pod: pod.Spec}}, nil
 		},
 		state:  (*Status).fromT9k,
 		member: t9kMember,
@@ -423,11 +458,11 @@ func appWrapperPodSets(obj map[string]any) ([]PodSet, error) {
 		for j, d := range declared {
 			ps, _ := d.(map[string]any)
 			path, _ := ps["path"].(string)
-			pod, err := podSpecAt(component, path)
+			pod, err := podTemplateAt(component, path)
 			if err != nil {
 				return nil, fmt.Errorf("component %d, podSet %d: %w", i, j, err)
 			}
-			sets = append(sets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: Count(ps, "replicas"), Pod: pod})
+			sets = append(sets, PodSet{Name: fmt.Sprintf("%d-%d", i, j), Count: Count(ps, "replicas"), Meta: pod.ObjectMeta, Pod: pod.Spec})
 		}
 	}
 	return sets, nil
@@ -444,11 +479,11 @@ func pyTorchJobPodSets(obj map[string]any) ([]PodSet, error) {
 	var sets []PodSet
 	for _, name := range names {
 		spec, _ := specs[name].(map[string]any)
-		pod, err := podSpecAt(spec, "template")
+		pod, err := podTemplateAt(spec, "template")
 		if err != nil {
 			return nil, fmt.Errorf("pytorchReplicaSpecs.%s: %w", name, err)
 		}
-		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: Count(spec, "replicas"), Pod: pod})
+		sets = append(sets, PodSet{Name: strings.ToLower(name), Count: Count(spec, "replicas"), Meta: pod.ObjectMeta, Pod: pod.Spec})
 	}
 	return sets, nil
 }
@@ -459,25 +494,51 @@ func jobSetPodSets(obj map[string]any) ([]PodSet, error) {
 	for i, j := range sliceAt(obj, "spec", "replicatedJobs") {
 		job, _ := j.(map[string]any)
 		spec := mapAt(job, "template", "spec")
-		pod, err := podSpecAt(job, "template.spec.template")
+		pod, err := podTemplateAt(job, "template.spec.template")
 		if err != nil {
 			return nil, fmt.Errorf("replicatedJobs[%d]: %w", i, err)
 		}
 		pods := min(Count(spec, "parallelism"), Count(spec, "completions"))
-		sets = append(sets, PodSet{Name: stringAt(job, "name"), Count: Count(job, "replicas") * pods, Pod: pod})
+		sets = append(sets, PodSet{Name: stringAt(job, "name"), Count: Count(job, "replicas") * pods, Meta: pod.ObjectMeta, Pod: pod.Spec})
 	}
 	return sets, nil
 }
 
-// trainJobPodSets are a TrainJob's nodes: its trainer's numNodes pods,
-// each asking resourcesPerNode (the Trainer builds the pods from the
-// runtime, whose other containers this leaves out).
+// trainJobPodSets are a TrainJob's nodes: its trainer's numNodes pods, as
+// far as the TrainJob tells them: the training container node (its image,
+// command, env and resourcesPerNode, and its patch's mounts and security
+// context), in the pod its runtime patch of the replicated job node gives
+// (the runtime's own fields, which the Trainer adds, are not here).
 func trainJobPodSets(obj map[string]any) ([]PodSet, error) {
 	trainer := mapAt(obj, "spec", "trainer")
-	resources, _ := trainer["resourcesPerNode"].(map[string]any)
+	var pod corev1.PodTemplateSpec
+	for _, p := range sliceAt(obj, "spec", "runtimePatches") {
+		patch, _ := p.(map[string]any)
+		for _, j := range sliceAt(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") {
+			job, _ := j.(map[string]any)
+			if stringAt(job, "name") != "node" {
+				continue
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(mapAt(job, "template", "spec", "template"), &pod); err != nil {
+				return nil, fmt.Errorf("spec.runtimePatches: %w", err)
+			}
+		}
+	}
 	var node corev1.Container
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "node" {
+			node = c
+		}
+	}
+	var fromTrainer corev1.Container
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(trainer, &fromTrainer); err != nil {
+		return nil, fmt.Errorf("spec.trainer: %w", err)
+	}
+	resources, _ := trainer["resourcesPerNode"].(map[string]any)
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(resources, &node.Resources); err != nil {
 		return nil, fmt.Errorf("spec.trainer.resourcesPerNode: %w", err)
 	}
-	return []PodSet{{Name: "node", Count: Count(trainer, "numNodes"), Pod: corev1.PodSpec{Containers: []corev1.Container{node}}}}, nil
+	node.Name, node.Image, node.Command, node.Args, node.Env = "node", fromTrainer.Image, fromTrainer.Command, fromTrainer.Args, fromTrainer.Env
+	pod.Spec.Containers = []corev1.Container{node}
+	return []PodSet{{Name: "node", Count: Count(trainer, "numNodes"), Meta: pod.ObjectMeta, Pod: pod.Spec}}, nil
 }

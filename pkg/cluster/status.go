@@ -143,8 +143,13 @@ type Status struct {
 	// job made otherwise.
 	Generator string `json:"generator,omitempty"`
 	// Failure is the root cause of the failures its pods show (or, for a
-	// T9k job, its status keeps).
+	// T9k job, its status keeps); or the refusal of its pods, which never
+	// ran, in the attempt it is in.
 	Failure *failure.Failure `json:"failure,omitempty"`
+	// Refusal is that refusal when it will refuse the pods every time (a
+	// guard that judges a pod alone, a quota below what the whole job asks
+	// for): a follower ends on it, as on a job that failed.
+	Refusal *failure.Failure `json:"refusal,omitempty"`
 	// Attempts are the failed attempts of the job kept on this machine
 	// (Client.Keeper), the first first; Unseen the numbers of those that
 	// failed with nothing kept (status only).
@@ -204,33 +209,42 @@ func (c *Client) Status(ctx context.Context, ref Ref) (Status, error) {
 	if err != nil {
 		return s, err
 	}
-	warnings, err := c.warnings(ctx, obj, wl, podList)
+	warnings, refused, err := c.warnings(ctx, obj, wl, podList)
 	if err := c.note(&s.Notes, "its events", err); err != nil {
 		return s, err
 	}
 	if s.holder != nil && s.holder != c {
 		// The worker's events: of the job's copy, its Workload and pods.
-		there, err := s.holder.warnings(ctx, obj, wl, podList)
+		there, refusedThere, err := s.holder.warnings(ctx, obj, wl, podList)
 		if err := s.holder.note(&s.Notes, "its events on worker cluster "+s.Worker.Name, err); err != nil {
 			s.Worker.Unread = err.Error()
 		}
 		warnings = recent(append(warnings, there...))
+		refused = append(refused, refusedThere...)
 	}
 	s.Warnings = warnings
+	attempts := refusedAttempts(obj, refused, s)
+	if r := refusalNow(obj, attempts); r != nil && s.Failure == nil {
+		s.Failure = r
+		if certain(obj, *r) {
+			s.Refusal = r
+		}
+	}
 	if s.holder != nil {
 		s.Setup = s.holder.setupOf(ctx, obj, podList)
 		if s.State == Running {
 			s.Output = s.holder.lastOutput(ctx, obj, podList)
 		}
 	}
-	c.story(obj, podList, &s)
+	c.story(obj, podList, attempts, &s)
 	return s, nil
 }
 
 // story adds to the status what was kept of the job's failed attempts,
-// once the failures its pods show now are kept too, and which failed
+// once the failures its pods show now, and the refusals of its pods that
+// its events say (refused, by attempt), are kept too; and which failed
 // attempts nothing was kept of.
-func (c *Client) story(obj *unstructured.Unstructured, podList []corev1.Pod, s *Status) {
+func (c *Client) story(obj *unstructured.Unstructured, podList []corev1.Pod, refused map[int][]failure.Failure, s *Status) {
 	if c.Keeper == nil {
 		return
 	}
@@ -242,9 +256,16 @@ func (c *Client) story(obj *unstructured.Unstructured, podList []corev1.Pod, s *
 	if f, ok := preemption(*s); ok {
 		seen = append(seen, f)
 	}
-	if len(seen) > 0 {
-		if n := c.keep(obj, now, seen...); n.NotKept != nil {
-			s.Notes = append(s.Notes, "keeping why it failed: "+n.NotKept.Error())
+	byAttempt := map[int][]failure.Failure{now: seen}
+	for n, fs := range refused {
+		byAttempt[n] = append(byAttempt[n], fs...)
+	}
+	for n, fs := range byAttempt {
+		if len(fs) == 0 {
+			continue
+		}
+		if kept := c.keep(obj, n, fs...); kept.NotKept != nil {
+			s.Notes = append(s.Notes, "keeping why it failed: "+kept.NotKept.Error())
 			return
 		}
 	}

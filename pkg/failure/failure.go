@@ -48,6 +48,14 @@ type Failure struct {
 	// Cause is what its lines say; Lines are its last lines.
 	Cause Cause    `json:"cause,omitzero"`
 	Lines []string `json:"lines,omitempty"`
+	// Of a refusal (Refused): Object is whose controller said it
+	// (PyTorchJob ng1, Job ng1-node-0), Guard what refused the pods (Pod
+	// Security restricted (latest), ResourceQuota team-gpus), Fix how to
+	// get past it, and Certain that it refuses the same pods every time.
+	Object  string `json:"object,omitempty"`
+	Guard   string `json:"guard,omitempty"`
+	Fix     string `json:"fix,omitempty"`
+	Certain bool   `json:"certain,omitempty"`
 }
 
 // The reasons this package gives, beside the kubelet's own (Error,
@@ -265,6 +273,8 @@ func (f Failure) String() string {
 	switch {
 	case f.Reason == Preempted:
 		return "the job was preempted: " + f.Message
+	case f.Reason == Refused:
+		return f.refusedString()
 	case f.Reason == NodeNotReady:
 		text := fmt.Sprintf("%s was lost with its node %s, which stopped answering (NodeNotReady)", who, f.Node)
 		return withMessage(text, f.Message)

@@ -117,6 +117,9 @@ func (a Attempt) Headline() string {
 		if after := a.after(roots); after != "" {
 			b.WriteString("; " + after)
 		}
+	case roots[0].Reason == Refused:
+		// Its pods never ran: nothing of them failed.
+		b.WriteString(": " + a.Why())
 	default:
 		b.WriteString(" failed: " + a.Why())
 	}

@@ -380,7 +380,7 @@ var reasons = []struct {
 	{true, diag.Path{"volumes", "*"}, "no setting makes this volume: the generator mounts PersistentVolumeClaims (volumes), NVMe scratch (mountNVMe), /dev/shm and the ssh and topology files; use a PersistentVolumeClaim, or patch the rendered job"},
 	{true, diag.Path{"volumeMounts", "*"}, "no setting makes this mount: volumes mounts PersistentVolumeClaims into the training container"},
 	{true, diag.Path{"containers", "*"}, "the generator's pods run one training container; run the others' work in initContainers, or patch the rendered job"},
-	{true, diag.Path{"securityContext", "**"}, "no setting: the generator adds IPC_LOCK with numRoceGdr or serviceAccountName gdr only; if the job needs more, patch the rendered job"},
+	{true, diag.Path{"securityContext", "**"}, "no setting: the generator sets the user, group, fsGroup, runAsNonRoot, seccomp profile, privilege escalation and capabilities dropped (securityContext, podSecurity), and adds IPC_LOCK with numRoceGdr or serviceAccountName gdr only; if the job needs more, patch the rendered job"},
 	{true, diag.Path{"replicas"}, "the generator makes a master and numPods-1 workers (a JobSet: one replicated job of numPods pods)"},
 	{true, diag.Path{"resources", "limits", "*"}, "the generator sets limits equal to requests, but for limitCpusPerPod and limitMemoryPerPod; set those"},
 	{true, diag.Path{"components", "*"}, "an object the AppWrapper wraps beside the job: settings make the job alone; apply it on its own"},

@@ -258,6 +258,9 @@ var readers = map[string]func(r *reading) (any, bool){
 			if c["terminationMessagePolicy"] == "FallbackToLogsOnError" {
 				delete(c, "terminationMessagePolicy")
 			}
+			if sc, ok := c["securityContext"]; ok && r.ownInitSecurity(sc) {
+				delete(c, "securityContext")
+			}
 			init = append(init, c)
 		}
 		return init, init != nil
@@ -315,6 +318,8 @@ var readers = map[string]func(r *reading) (any, bool){
 	// schedulerName: default-scheduler renders what bypassCoscheduler does.
 	"bypassCoscheduler":                    func(*reading) (any, bool) { return nil, false },
 	"serviceAccountName":                   func(r *reading) (any, bool) { return present(str(r.spec["serviceAccountName"])) },
+	"podSecurity":                          readPodSecurity,
+	"securityContext":                      readSecurityContext,
 	"admissionGracePeriodDuration":         appWrapperSetting("admissionGracePeriodDuration"),
 	"warmupGracePeriodDuration":            appWrapperSetting("warmupGracePeriodDuration"),
 	"failureGracePeriodDuration":           appWrapperSetting("failureGracePeriodDuration"),

@@ -218,6 +218,7 @@ func (x *explainer) issues(errs []schemaError, rules []*gojsonschema.Result) []d
 		reported[is.Path.String()] = true
 	}
 	for i, result := range rules {
+		var paths []diag.Path
 		for _, e := range schemaErrors(result) {
 			path := e.path
 			switch e.Type() {
@@ -227,13 +228,28 @@ func (x *explainer) issues(errs []schemaError, rules []*gojsonschema.Result) []d
 				name, _ := e.Details()["property"].(string)
 				path = append(path[:len(path):len(path)], name)
 			}
-			if !reported[path.String()] {
+			paths = append(paths, path)
+		}
+		for _, path := range paths {
+			if !reported[path.String()] && !below(path, paths) {
 				reported[path.String()] = true
 				issues = append(issues, diag.Diagnostic{Path: path, Message: x.rules[i]})
 			}
 		}
 	}
 	return issues
+}
+
+// below tells whether a rule's error at path is one of those under
+// another of its errors, which says it for them: a list that must contain
+// a value is at fault, not each of its items.
+func below(path diag.Path, paths []diag.Path) bool {
+	for _, p := range paths {
+		if len(p) < len(path) && slices.Equal(p, path[:len(p)]) {
+			return true
+		}
+	}
+	return false
 }
 
 // unprintable finds text holding characters that YAML output cannot carry

@@ -85,6 +85,9 @@ func Check(values map[string]any) []diag.Diagnostic {
 	if values["bypassCoscheduler"] == true {
 		warn(diag.Path{"bypassCoscheduler"}, "means default-scheduler, which places pods one by one and can leave GPUs fragmented across nodes; use it only when your administrator asks you to")
 	}
+	if values["podSecurity"] == "restricted" && at(values, diag.Path{"securityContext", "runAsUser"}) == nil {
+		warn(diag.Path{"podSecurity"}, "restricted sets runAsNonRoot: true, and the kubelet starts no container whose image runs as root, as most PyTorch images do (the pod stays in CreateContainerConfigError); set securityContext.runAsUser to a user of the image other than root, unless its USER is one")
+	}
 	if policy, _ := values["runPolicy"].(map[string]any); policy["cleanUpPolicy"] == "All" || policy["cleanUpPolicy"] == "Unfinished" {
 		warn(diag.Path{"runPolicy", "cleanUpPolicy"}, fmt.Sprintf("%s makes T9k delete pods that the AppWrapper counts to judge the job's health, and it may take a finished job for a failed one; None keeps them", policy["cleanUpPolicy"]))
 	}

@@ -201,3 +201,15 @@ func TestSettingsForNVIDIAInAJobOfAnotherAccelerator(t *testing.T) {
 		require.Equal(t, want, paths, resource)
 	}
 }
+
+// podSecurity: restricted runs the containers as a user other than root:
+// without securityContext.runAsUser, an image that runs as root would not
+// start, which a warning says; with one, nothing is said.
+func TestRestrictedWithoutAUser(t *testing.T) {
+	found := warnings.Check(map[string]any{"jobKind": "PyTorchJob", "podSecurity": "restricted"})
+	require.Len(t, found, 1)
+	require.Equal(t, "podSecurity", found[0].Path.String())
+	require.Contains(t, found[0].Message, "set securityContext.runAsUser")
+	require.Empty(t, warnings.Check(map[string]any{"jobKind": "PyTorchJob", "podSecurity": "restricted", "securityContext": map[string]any{"runAsUser": 1000.0}}))
+	require.Empty(t, warnings.Check(map[string]any{"jobKind": "PyTorchJob", "podSecurity": "baseline"}))
+}

@@ -57,7 +57,8 @@ type Fake struct {
 
 // Resources are the fake cluster's APIs, by group version: resource → kind.
 var Resources = map[string]map[string]string{
-	"v1":                      {"pods": "Pod", "events": "Event", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace", "nodes": "Node"},
+	"v1": {"pods": "Pod", "events": "Event", "secrets": "Secret", "configmaps": "ConfigMap", "persistentvolumeclaims": "PersistentVolumeClaim", "serviceaccounts": "ServiceAccount", "namespaces": "Namespace", "nodes": "Node",
+		"resourcequotas": "ResourceQuota", "limitranges": "LimitRange"},
 	"scheduling.k8s.io/v1":    {"priorityclasses": "PriorityClass"},
 	"storage.k8s.io/v1":       {"storageclasses": "StorageClass"},
 	"authorization.k8s.io/v1": {"selfsubjectaccessreviews": "SelfSubjectAccessReview"},
@@ -155,6 +156,11 @@ func (f Fake) Clients(t testing.TB) (*dynamicfake.FakeDynamicClient, *discoveryf
 		review := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
 		require.NoError(t, unstructured.SetNestedField(review.Object, !f.Denied, "status", "allowed"))
 		return true, review, nil
+	})
+	// A pod created in a dry run is admitted, and not stored.
+	dyn.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		create := a.(clienttesting.CreateActionImpl)
+		return len(create.GetCreateOptions().DryRun) > 0, create.GetObject(), nil
 	})
 	for _, resource := range []string{"appwrappers", "pytorchjobs", "jobsets", "trainjobs"} {
 		dyn.PrependReactor("create", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {

@@ -30,6 +30,10 @@ type Job interface {
 	// reads the start of its training container's log there for the
 	// setup commands that failed.
 	Changed(ctx context.Context, pod *corev1.Pod)
+	// Refusal reads the refusal of the job's pods that a Warning event of
+	// another object says (its controller's, which the API server refused
+	// to create them); false for any other event.
+	Refusal(e *corev1.Event) (failure.Failure, bool)
 }
 
 // Watch is where a failure watch reads: the job's pods (listed with opts,
@@ -130,7 +134,11 @@ func (f *failures) run(ctx context.Context) {
 func (f *failures) warning(ctx context.Context, c Change) {
 	var e corev1.Event
 	obj, ok := c.Obj.(*unstructured.Unstructured)
-	if !ok || c.Deleted || runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &e) != nil || e.InvolvedObject.Kind != "Pod" {
+	if !ok || c.Deleted || runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &e) != nil {
+		return
+	}
+	if e.InvolvedObject.Kind != "Pod" {
+		f.refused(&e)
 		return
 	}
 	pod, ours := f.seen[e.InvolvedObject.UID]

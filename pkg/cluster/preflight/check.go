@@ -90,6 +90,7 @@ func checkOn(ctx context.Context, c *cluster.Client, job *cluster.Job, values ma
 		wg.Go(func() { k.workers(ctx, mk) })
 	} else {
 		wg.Go(func() { k.accelerators(ctx) })
+		wg.Go(func() { k.guards(ctx) })
 	}
 	if len(job.Workspace) > 0 {
 		wg.Go(func() { k.workspace(ctx, mk != nil) })
@@ -100,6 +101,10 @@ func checkOn(ctx context.Context, c *cluster.Client, job *cluster.Job, values ma
 		}
 	}
 	wg.Wait()
+	if mk == nil {
+		// Once the findings it may repeat are in.
+		k.podDryRun(ctx)
+	}
 	if k.refusal != nil && !k.explains(k.refusal) {
 		k.add(diag.Error, nil, "the API server refuses the %s (a dry-run create): %s", job.Object.GetKind(), cluster.Message(k.refusal))
 	}

@@ -102,7 +102,7 @@ var placedOrError = regexp.MustCompile(`^(Error: |\S+:\d+:\d+: )`)
 // no request is refused, and each is one of cluster.Uses's rights of the
 // command that made it (the commands' API logs).
 func (s *sim) roles(t *testing.T) {
-	kubectl(t, s.cluster, nil, "apply", "-f", cases.Path(t, "testdata", "rbac", "mlbatch-edit-role.yaml"))
+	s.applyMLBatchRole(t)
 	kubectl(t, s.cluster, []byte(s.generate(t, t.TempDir(), "access", "--roles").stdout), "apply", "-f", "-")
 	dir := t.TempDir()
 	workspace := filepath.Join(dir, "workspace")
@@ -124,16 +124,31 @@ func (s *sim) roles(t *testing.T) {
 	}
 }
 
-// asTeamMember runs roleSteps as the user, whose kubeconfig names the
-// namespace and impersonates the user from the administrator's.
-func (s *sim) asTeamMember(t *testing.T, i int, role teamRole, user, ns, workspace string) {
-	dir := t.TempDir()
+// applyMLBatchRole applies MLBatch's team role (mlbatch-edit), once for
+// the scenarios that bind it.
+func (s *sim) applyMLBatchRole(t *testing.T) {
+	s.mlbatchRole.Do(func() {
+		kubectl(t, s.cluster, nil, "apply", "-f", cases.Path(t, "testdata", "rbac", "mlbatch-edit-role.yaml"))
+	})
+}
+
+// memberKubeconfig writes, in dir, a kubeconfig that names the namespace
+// and impersonates the user from the administrator's.
+func (s *sim) memberKubeconfig(t *testing.T, dir, user, ns string) string {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	config, err := clientcmd.LoadFromFile(s.cluster.Kubeconfig)
 	require.NoError(t, err)
 	config.Contexts[config.CurrentContext].Namespace = ns
 	config.AuthInfos[config.Contexts[config.CurrentContext].AuthInfo].Impersonate = user
 	require.NoError(t, clientcmd.WriteToFile(*config, kubeconfig))
+	return kubeconfig
+}
+
+// asTeamMember runs roleSteps as the user, whose kubeconfig names the
+// namespace and impersonates the user from the administrator's.
+func (s *sim) asTeamMember(t *testing.T, i int, role teamRole, user, ns, workspace string) {
+	dir := t.TempDir()
+	kubeconfig := s.memberKubeconfig(t, dir, user, ns)
 
 	settings := func(name, runFor string) string {
 		file := filepath.Join(dir, name+".settings.yaml")
@@ -252,13 +267,14 @@ func (s *sim) countedWith(t *testing.T, env []string, dir string, args ...string
 
 // requestsAllowed checks that no request was refused (but list -A's
 // across namespaces), and that each is one
-// of the rights that cluster.Uses gives the command (use), but those any
+// of the rights that cluster.Uses gives the command (use: its Needs, Helps
+// and Asks), but those any
 // user has: discovery, and asking what one may do.
 func (s *sim) requestsAllowed(t *testing.T, uses []cluster.Use, use string, requests []cluster.APIRequest) {
 	t.Helper()
 	i := slices.IndexFunc(uses, func(u cluster.Use) bool { return u.Command == use })
 	require.GreaterOrEqual(t, i, 0, "cluster.Uses has no command %q", use)
-	rights := slices.Concat(uses[i].Needs, uses[i].Helps)
+	rights := slices.Concat(uses[i].Needs, uses[i].Helps, uses[i].Asks)
 	for _, req := range requests {
 		asked, ok := rightOf(t, req)
 		// list -A lists across namespaces first, which a role bound in

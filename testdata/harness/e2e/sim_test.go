@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,6 +64,7 @@ func TestSimulatedCluster(t *testing.T) {
 		t.Run("multikueue", inParallel(s.multiKueue))
 		t.Run("gitops", inParallel(s.gitops))
 		t.Run("followers", inParallel(s.followers))
+		t.Run("guards", inParallel(s.guards))
 		t.Run("in-turn", inParallel(func(t *testing.T) {
 			t.Run("webhooks", s.webhooks)
 			t.Run("access", s.access)
@@ -115,6 +117,9 @@ type sim struct {
 	// cache is the user's cache folder of every run of the generator
 	// (XDG_CACHE_HOME), where it keeps why jobs failed.
 	cache string
+	// mlbatchRole applies MLBatch's team role once, for the scenarios that
+	// bind it, which run at once (mlbatchRole).
+	mlbatchRole sync.Once
 }
 
 // result is what a run of the generator gave.
