@@ -115,9 +115,11 @@ bench:
 
 ## bench-scale: what each command costs (time, requests, bytes, memory) as
 ## a job grows from 1 to 1,024 pods and a namespace from 10 to 5,000 jobs,
-## beside kubectl, in the simulated cluster; BEFORE=COMMIT measures that
-## commit's generator too (BENCHMARKS.md records the results; needs root and
-## about an hour and a half on two cores)
+## and what a follower asks of a job that does not change and how soon it
+## tells a change, beside kubectl, in the simulated cluster; BEFORE=COMMIT
+## measures that commit's generator too; PODS, JOBS, RUNS and KINDS narrow
+## it (BENCHMARKS.md records the results; needs root and about two hours on
+## two cores)
 bench-scale: sim-deps
 	bash .ci/bench-scale
 

@@ -13,7 +13,7 @@
 // in -out. make bench-scale runs it; it needs root, as the simulated
 // cluster does.
 //
-//	bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 3]
+//	bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 3] [-kinds PyTorchJob,JobSet,TrainJob]
 //	bench-scale -report -out DIR
 package main
 
@@ -49,9 +49,11 @@ type bench struct {
 	before    string
 	runs      int
 	follow    time.Duration
-	tmp       string
-	runner    *runner
-	results   []result
+	// kinds are the kinds of job measured; [""] for all.
+	kinds   []string
+	tmp     string
+	runner  *runner
+	results []result
 }
 
 // result is the samples of a command at one size, by one tool: the
@@ -76,6 +78,7 @@ func main() {
 	pods := flag.String("pods", "1,64,256,1024", "the sizes of the jobs, in pods")
 	jobs := flag.String("jobs", "10,1000,5000", "the sizes of the namespaces, in jobs")
 	runs := flag.Int("runs", 3, "runs of each command that can be repeated (the median is kept)")
+	only := flag.String("kinds", "", "the kinds of job measured, as PyTorchJob,JobSet (default: all)")
 	follow := flag.Duration("follow", 20*time.Second, "how long logs -f follows")
 	report := flag.Bool("report", false, "write results.md and the plots again from -out's results.json, and run nothing")
 	flag.Parse()
@@ -86,12 +89,12 @@ func main() {
 		return
 	}
 	if *repo == "" || *generator == "" || *out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 3]")
+		fmt.Fprintln(os.Stderr, "usage: bench-scale -repo PATH -generator BIN [-before BIN] -out DIR [-pods 1,64,256,1024] [-jobs 10,1000,5000] [-runs 3] [-kinds PyTorchJob,JobSet,TrainJob]")
 		os.Exit(2)
 	}
 	log.SetFlags(log.Ltime)
 	log.SetPrefix("bench-scale: ")
-	b := &bench{generator: *generator, before: *before, runs: *runs, follow: *follow}
+	b := &bench{generator: *generator, before: *before, runs: *runs, follow: *follow, kinds: strings.Split(*only, ",")}
 	if err := b.main(*repo, *out, numbers(*pods), numbers(*jobs)); err != nil {
 		log.Fatal(err)
 	}
@@ -154,6 +157,9 @@ func (b *bench) main(repo, out string, pods, jobs []int) error {
 	}
 	ctx := context.Background()
 	for _, k := range kinds {
+		if !slices.Contains(b.kinds, k.kind) && !slices.Equal(b.kinds, []string{""}) {
+			continue
+		}
 		for _, n := range pods {
 			if err := b.job(k.kind, k.short, k.selector, k.container, n); err != nil {
 				return err
@@ -269,9 +275,18 @@ func (b *bench) namespace(ctx context.Context, n int) error {
 	if err := b.createJobs(ctx, ns, n); err != nil {
 		return err
 	}
+	// Counted from a page of one and the count of the rest the API server
+	// gives with it: listing thousands of Workloads every second while
+	// Kueue makes them would slow it down.
 	if err := b.waitFor(fmt.Sprintf("the %d Workloads of %s", n, ns), 30*time.Minute, func() bool {
-		out, err := b.cluster.Kubectl(nil, "get", "workloads.kueue.x-k8s.io", "-n", ns, "-o", "name")
-		return err == nil && len(strings.Fields(out)) == n
+		out, err := b.cluster.Kubectl(nil, "get", "--raw", "/apis/kueue.x-k8s.io/v1beta2/namespaces/"+ns+"/workloads?limit=1")
+		var page struct {
+			Metadata struct {
+				RemainingItemCount int `json:"remainingItemCount"`
+			} `json:"metadata"`
+			Items []json.RawMessage `json:"items"`
+		}
+		return err == nil && json.Unmarshal([]byte(out), &page) == nil && len(page.Items)+page.Metadata.RemainingItemCount == n
 	}); err != nil {
 		return err
 	}
