@@ -183,7 +183,7 @@ func TestFollowUntilTheContextEnds(t *testing.T) {
 	var dyn *dynamicfake.FakeDynamicClient
 	client := cluster(t, func(d *dynamicfake.FakeDynamicClient) { dyn = d }, appWrapper("{phase: Running}"), workloadOwnedBy("aw-uid", admittedWL))
 	client.Poll = time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	readings := 0
 	last, err := client.Follow(ctx, Ref{Kind: "AppWrapper", Namespace: "ml", Name: "demo"}, func(Status) { readings++ }, func(Noticed) {})
