@@ -149,6 +149,14 @@ func (f *runFlags) run(ctx context.Context, s Streams) error {
 	if client != nil {
 		opts.Cluster = client
 	}
+	release, err := local.HoldMachine(filepath.Join(os.TempDir(), "generator-run-local.lock"), result.name, func(holder string) {
+		fmt.Fprintf(s.Err, "waiting for the other run of this machine (%s) to end: the pods of two runs would share its ports and mount paths; Ctrl-C stops waiting\n",
+			cmp.Or(holder, "another generator run --local"))
+	})
+	if err != nil {
+		return err
+	}
+	defer release()
 	dir, made, err := runDir(f.dir, result.job.Inner.GetName())
 	if err != nil {
 		return err

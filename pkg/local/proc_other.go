@@ -18,3 +18,5 @@ func sysProcAttr() *syscall.SysProcAttr { return nil }
 func killGroup(int, bool) {}
 
 func exitCode(state *os.ProcessState) int32 { return int32(state.ExitCode()) }
+
+func HoldMachine(string, string, func(string)) (func(), error) { return nil, Supported() }

@@ -3,7 +3,9 @@
 package local
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -30,4 +32,28 @@ func exitCode(state *os.ProcessState) int32 {
 		return 128 + int32(status.Signal())
 	}
 	return int32(state.ExitCode())
+}
+
+// HoldMachine takes the lock at path, which one run of this machine holds
+// at a time: a run's pods share the machine's ports (torch's store listens
+// on every address) and its mount paths, so two runs at once would meet at
+// the master's port, and the first to end would remove the other's mounts.
+// While another run holds it, waiting is told who (its pid and job, as it
+// wrote them) and HoldMachine waits. release gives the lock back.
+func HoldMachine(path, job string, waiting func(holder string)) (release func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("the lock of this machine's runs, %s: %w", path, err)
+	}
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		holder, _ := os.ReadFile(path)
+		waiting(strings.TrimSpace(string(holder)))
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("the lock of this machine's runs, %s: %w", path, err)
+		}
+	}
+	f.Truncate(0)
+	f.WriteAt([]byte(fmt.Sprintf("pid %d, %s\n", os.Getpid(), job)), 0)
+	return func() { f.Close() }, nil
 }

@@ -363,3 +363,33 @@ func TestRunTeesTorchrun(t *testing.T) {
 	require.Empty(t, failed)
 	require.ElementsMatch(t, []string{"[master-0] PET_TEE=2", "[worker-0] PET_TEE=0"}, out.lines)
 }
+
+// A second run of the machine waits for the first to end, told who holds
+// the machine; then it holds it, and says so to the next.
+func TestHoldMachineWaitsForTheRunBefore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.lock")
+	release, err := local.HoldMachine(path, "PyTorchJob first", func(string) { t.Error("the first run waited") })
+	require.NoError(t, err)
+
+	told := make(chan string, 1)
+	held := make(chan func())
+	go func() {
+		second, err := local.HoldMachine(path, "JobSet second", func(holder string) { told <- holder })
+		if err != nil {
+			t.Error(err)
+		}
+		held <- second
+	}()
+	require.Equal(t, fmt.Sprintf("pid %d, PyTorchJob first", os.Getpid()), <-told)
+	select {
+	case <-held:
+		t.Fatal("the second run held the machine while the first did")
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	second := <-held
+	defer second()
+	holder, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("pid %d, JobSet second\n", os.Getpid()), string(holder))
+}
