@@ -15,6 +15,7 @@ import (
 
 	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/settings"
+	"github.com/torchwrap/generator/schema"
 )
 
 func newList(s Streams) *cobra.Command {
@@ -29,7 +30,8 @@ func newList(s Streams) *cobra.Command {
 		Short:   "List the submitted jobs, with their states, queues and pods",
 		Long: `List shows the jobs in the namespace of -n (else your context's), or with -A
 in every namespace you may see: name, kind, state (Queued, Admitted,
-Running, Suspended, Succeeded, Failed, Deleting), LocalQueue, position in
+Running, Suspended, Succeeded, Failed, Deleting; Refused while the API
+server refuses its pods, which a line names), LocalQueue, position in
 the queue (where Kueue's visibility API answers; it says so when it does
 not), pods ready of expected, GPUs requested, restarts (the job's retries:
 AppWrapper's resettingCount, JobSet's restarts, T9k's backoffCount) and
@@ -170,6 +172,19 @@ func writeListing(s Streams, listing cluster.Listing, opts cluster.ListOptions, 
 		}
 		_, err := fmt.Fprintf(s.Err, "no jobs %s%s\n", where, made)
 		return err
+	}
+	var refused []string
+	for _, job := range listing.Jobs {
+		if job.Refused() {
+			refused = append(refused, job.Name)
+		}
+	}
+	if len(refused) > 0 && output != "wide" {
+		jobs := schema.AndList(refused)
+		if len(refused) > 3 {
+			jobs = fmt.Sprintf("%d jobs (%s, ...)", len(refused), strings.Join(refused[:3], ", "))
+		}
+		fmt.Fprintf(s.Err, "the API server refuses the pods of %s (Refused): list -o wide says why, generator status %s how to fix it\n", jobs, refused[0])
 	}
 	_, err := io.WriteString(s.Out, listing.Table(allNamespaces, output == "wide", time.Now()))
 	return err

@@ -244,8 +244,11 @@ func showLogs(ctx context.Context, s Streams, client *cluster.Client, req cluste
 		return nil
 	}
 	fmt.Fprintln(s.Err, last.Line())
-	if last.State == cluster.Failed {
+	switch {
+	case last.State == cluster.Failed:
 		return fmt.Errorf("the %s failed; see it with %s", req.Ref, statusCommand(req.Ref))
+	case last.Refusal != nil:
+		return willNotRun(req.Ref, *last.Refusal)
 	}
 	return nil
 }

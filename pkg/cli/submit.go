@@ -13,6 +13,7 @@ import (
 
 	"github.com/torchwrap/generator/pkg/cluster"
 	"github.com/torchwrap/generator/pkg/diag"
+	"github.com/torchwrap/generator/pkg/failure"
 	"github.com/torchwrap/generator/pkg/settings"
 )
 
@@ -169,11 +170,17 @@ func follow(ctx context.Context, s Streams, client *cluster.Client, ref cluster.
 	case last.State == cluster.Failed:
 		return fmt.Errorf("the %s failed; see it with %s", ref, statusCommand(ref))
 	case last.Refusal != nil:
-		return fmt.Errorf("the %s will not run: %s. It is left as it is; delete it with generator delete %s -n %s, and submit it again once the settings (or the namespace) allow its pods",
-			ref, last.Refusal, ref.Name, ref.Namespace)
+		return willNotRun(ref, *last.Refusal)
 	}
 	_, err = fmt.Fprintln(s.Out, last.Line())
 	return err
+}
+
+// willNotRun is the error of a follower that ends on a refusal of the
+// job's pods that every retry will meet.
+func willNotRun(ref cluster.Ref, refusal failure.Failure) error {
+	return fmt.Errorf("the %s will not run: %s. It is left as it is; delete it with generator delete %s -n %s, and submit it again once the settings (or the namespace) allow its pods",
+		ref, refusal, ref.Name, ref.Namespace)
 }
 
 // seen is the last state seen of a followed job.

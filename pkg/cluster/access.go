@@ -223,7 +223,7 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 		every = append(every, k.resource.GroupResource())
 	}
 	find := in("get", every...)
-	listing := slices.Concat(in("list", every...), in("list", workloadsResource, podsResource), in("get", pendingWorkloadsResource))
+	listing := slices.Concat(in("list", every...), in("list", workloadsResource, podsResource, eventsResource), in("get", pendingWorkloadsResource))
 	// What check asks beside the dry run: the objects the settings name,
 	// the queue and its quota, the namespace's own guards of its pods
 	// (its Pod Security labels, ResourceQuotas and LimitRanges), the
@@ -262,7 +262,7 @@ func Uses(namespace string, kindNames ...string) ([]Use, error) {
 			Helps: following},
 		{Command: "list", Needs: in("list", submitted...), Helps: listing},
 		// Across namespaces, else in those the kubeconfig names.
-		{Command: "list -A", Helps: slices.Concat(on("list", every...), on("list", workloadsResource, podsResource), listing)},
+		{Command: "list -A", Helps: slices.Concat(on("list", every...), on("list", workloadsResource, podsResource, eventsResource), listing)},
 		{Command: "stop, resume", Needs: slices.Concat(in("get", submitted...), in("list", workloadsResource), in("patch", workloadsResource), in("patch", submitted...)), Helps: find},
 		// It deletes the ConfigMaps of the job's workspace with it, and
 		// waits until the job and its pods are gone.

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/torchwrap/generator/pkg/failure"
 )
 
 // ListOptions say which jobs List shows.
@@ -60,12 +62,14 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	note := func(format string, args ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, args...)) }
 	var owned map[types.UID]*workload
 	var pods podIndex
-	var wlErr, podsErr error
+	var refusals refusalIndex
+	var wlErr, podsErr, eventsErr error
 	var jobs []json.RawMessage
 	var errs []error
 	var wg sync.WaitGroup
 	wg.Go(func() { owned, wlErr = c.workloads(ctx, opts.Namespace, "") })
 	wg.Go(func() { pods, podsErr = c.podIndex(ctx, opts.Namespace) })
+	wg.Go(func() { refusals, eventsErr = c.refusalIndex(ctx, opts.Namespace) })
 	wg.Go(func() {
 		errs = c.eachJob(ctx, opts.Namespace, opts.Selector, kinds, func(_ *kind, meta *metav1.PartialObjectMetadata, raw json.RawMessage) {
 			if (opts.Everyone || meta.Annotations[Marker] != "") && !made(meta) {
@@ -74,7 +78,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 		})
 	})
 	wg.Wait()
-	for _, err := range append([]error{wlErr, podsErr}, errs...) {
+	for _, err := range append([]error{wlErr, podsErr, eventsErr}, errs...) {
 		if c.Unreached(err) != nil {
 			return out, c.Unreached(err)
 		}
@@ -92,6 +96,13 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 		out.Denied.Add("the counts of the pods", Right{Verb: "list", Resource: podsResource, Namespace: opts.Namespace})
 	default:
 		note("pods: %v", err)
+	}
+	switch err := eventsErr; {
+	case err == nil:
+	case apierrors.IsForbidden(err):
+		out.Denied.Add("the refusals of the jobs' pods (their events)", Right{Verb: "list", Resource: eventsResource, Namespace: opts.Namespace})
+	default:
+		note("events: %v", err)
 	}
 	out.NoKind = true
 	for i, k := range kinds {
@@ -137,6 +148,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 			note("%v", err)
 			continue
 		}
+		refuse(obj, refusals.of(obj), &s)
 		if len(opts.States) == 0 || slices.Contains(opts.States, s.State) {
 			out.Jobs = append(out.Jobs, s)
 		}
@@ -228,6 +240,21 @@ func (p podIndex) of(obj *unstructured.Unstructured) []corev1.Pod {
 	return p.labelled[k.selector(obj.GetName())+"/"+obj.GetNamespace()]
 }
 
+// shownState is the job's state in a table: Refused while the API server
+// refuses its pods, which it says in its cause.
+func (s Status) shownState() string {
+	if s.Refused() {
+		return "Refused"
+	}
+	return string(s.State)
+}
+
+// Refused tells whether the API server refuses the pods of a job that has
+// not finished: its cause is that refusal.
+func (s Status) Refused() bool {
+	return s.Failure != nil && s.Failure.Reason == failure.Refused && !s.State.Finished()
+}
+
 // Table writes the listing as a table, as kubectl get does: with the
 // namespace of each job when allNamespaces, more columns when wide. now
 // is the time the ages are counted to.
@@ -253,7 +280,7 @@ func (l Listing) Table(allNamespaces, wide bool, now time.Time) string {
 		if s.Pods.Unread {
 			pods = fmt.Sprintf("?/%d", s.Pods.Expected)
 		}
-		row := []string{s.Name, s.Kind, string(s.State), dash(s.Queue), dash(count(s.Position)), pods,
+		row := []string{s.Name, s.Kind, s.shownState(), dash(s.Queue), dash(count(s.Position)), pods,
 			fmt.Sprint(s.GPUs), fmt.Sprint(s.Retries), age(s.Created, now)}
 		if workers {
 			worker := "-"

@@ -127,9 +127,10 @@ func TestListFilters(t *testing.T) {
 	}
 }
 
-// One list of each kind, of Workloads and of pods, whatever the number of
-// jobs. (Workloads are asked twice, as on a Kueue older than v0.15: its
-// v1beta2 first, which this cluster does not serve, then its v1beta1.)
+// One list of each kind, of Workloads, of pods and of Warning events,
+// whatever the number of jobs. (Workloads are asked twice, as on a Kueue
+// older than v0.15: its v1beta2 first, which this cluster does not serve,
+// then its v1beta1.)
 func TestListAsksOnce(t *testing.T) {
 	client := listed(t, nil)
 	_, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
@@ -140,7 +141,7 @@ func TestListAsksOnce(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{
 		"list appwrappers": 1, "list trainjobs": 1, "list pytorchjobs": 1, "list jobsets": 1, "list pytorchtrainingjobs": 1, "list deepspeedjobs": 1,
-		"list workloads": 2, "list pods": 1, "get localqueues": 1,
+		"list workloads": 2, "list pods": 1, "list events": 1, "get localqueues": 1,
 	}, asked)
 }
 

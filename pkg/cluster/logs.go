@@ -122,10 +122,12 @@ type LogLine struct {
 
 // Logs reads the logs of a job's pods, each line to line as it arrives
 // (lines of several pods interleaved, one call at a time), and says to
-// note what else happens: why no pod has a log yet, pods that replace
-// others (a retry), containers that restart. Without Follow it reads the
-// logs there are and gives the job's status; with Follow it follows them
-// until the job has finished, and gives its last status. The error is
+// note what else happens: why no pod has a log yet (the API server's
+// refusal of them too), pods that replace others (a retry), containers
+// that restart. Without Follow it reads the logs there are and gives the
+// job's status; with Follow it follows them until the job has finished,
+// or the API server refuses its pods for good (Status.Refusal), and gives
+// its last status. The error is
 // NotFound when the job is not there (or was deleted while followed), ctx's
 // when it ended first. Following, it reads the job and its pods again when
 // what it watches of them changes, as Follow does, and starts reading each
@@ -172,7 +174,7 @@ func (c *Client) Logs(ctx context.Context, req LogRequest, line func(LogLine), n
 			if err := f.start(ctx, s.holder, obj, podList, round, s); err != nil {
 				return last, err
 			}
-			if !req.Follow || s.State.Finished() {
+			if !req.Follow || s.State.Finished() || s.Refusal != nil {
 				f.logs.Wait(finishGaps * c.gap())
 				switch {
 				case f.logs.Streams() > 0 || req.Follow:
@@ -237,6 +239,14 @@ func (c *Client) logRound(ctx context.Context, ref Ref, n *noticing) (Status, *u
 		return s, nil, nil, err
 	}
 	s.holder, s.Worker = on, worker
+	if n == nil && len(podList) == 0 && !s.State.Finished() {
+		// Why there are no pods may be that the API server refuses them,
+		// which only the events say (a follower's n watches them); without
+		// the right to read them, the line says less.
+		if _, refused, err := c.warnings(ctx, obj, wl, nil); err == nil {
+			refuse(obj, refused, &s)
+		}
+	}
 	c.place(ctx, &s)
 	return s, obj, podList, nil
 }

@@ -2,13 +2,16 @@ package cluster
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/torchwrap/generator/pkg/failure"
@@ -174,4 +177,58 @@ func (n *noticing) refused(s *Status, obj *unstructured.Unstructured) {
 	if certain(obj, *r) {
 		s.Refusal = r
 	}
+}
+
+// refuse takes into the status s of the job obj the refusal of its pods in
+// the attempt it is in, of those its events say (refused) and its own
+// condition: the job's cause, unless it has one, and its Refusal when it
+// will refuse them every time. It gives the refusals by attempt.
+func refuse(obj *unstructured.Unstructured, refused []refusal, s *Status) map[int][]failure.Failure {
+	attempts := refusedAttempts(obj, refused, *s)
+	if r := refusalNow(obj, attempts); r != nil && s.Failure == nil {
+		s.Failure = r
+		if certain(obj, *r) {
+			s.Refusal = r
+		}
+	}
+	return attempts
+}
+
+// refusalIndex is the refusals of pods that a namespace's Warning events
+// say, by the names of the jobs they may be of (a Job's event under each
+// name its own name may end in "-<replicated job>-<index>" after), for
+// list: one list of events for every job.
+type refusalIndex map[string][]*corev1.Event
+
+func (c *Client) refusalIndex(ctx context.Context, namespace string) (refusalIndex, error) {
+	list, err := c.Dynamic.Resource(events).Namespace(namespace).List(ctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
+	if err != nil {
+		return nil, err
+	}
+	index := refusalIndex{}
+	for _, item := range list.Items {
+		e := &corev1.Event{}
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, e) != nil || !failure.Refuses(e.Reason) {
+			continue
+		}
+		name := e.InvolvedObject.Name
+		for i := 1; i < len(name); i++ {
+			if name[i] == '-' {
+				index[e.Namespace+"/"+name[:i]] = append(index[e.Namespace+"/"+name[:i]], e)
+			}
+		}
+		index[e.Namespace+"/"+name] = append(index[e.Namespace+"/"+name], e)
+	}
+	return index, nil
+}
+
+// of are the refusals of the job obj's pods.
+func (x refusalIndex) of(obj *unstructured.Unstructured) []refusal {
+	var out []refusal
+	for _, e := range x[obj.GetNamespace()+"/"+obj.GetName()] {
+		if r, ok := refusalOf(obj, e); ok {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -169,3 +169,58 @@ func TestStatusSaysFailedSchedulingOnce(t *testing.T) {
   workload:  appwrapper-demo-7d9f2
 `, s.Lines())
 }
+
+// list tells the jobs whose pods are refused, from one list of the
+// namespace's events: a PyTorchJob's by its own events, a JobSet's by its
+// Jobs'; their state Refused, the refusal their cause.
+func TestListTellsTheRefusedJobs(t *testing.T) {
+	jobEvent := strings.NewReplacer("kind: PyTorchJob, name: demo", "kind: Job, name: trainer-node-0")
+	client := cluster(t, nil,
+		marked(appWrapper("{phase: Running}"), "demo", "aw-uid"), workloadOwnedBy("aw-uid", admittedWL),
+		marked(appWrapper("{phase: Running}"), "other", "other-uid"),
+		strings.Replace(marked(jobSet(false, "{}"), "trainer", "js-uid"), "name: demo", "name: trainer", -1),
+		refusedEvent("e1", "pj-1", "demo-master-0", psaWords, "2026-11-26T10:00:00Z"),
+		jobEvent.Replace(refusedEvent("e2", "job-1", "trainer-node-0-0", psaWords, "2026-11-26T10:00:00Z")))
+	listing, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	refused := map[string]string{}
+	for _, s := range listing.Jobs {
+		if s.Refused() {
+			refused[s.Kind+" "+s.Name] = s.Failure.Object + ": " + s.Failure.Guard
+		}
+	}
+	require.Equal(t, map[string]string{
+		"AppWrapper demo": "PyTorchJob demo: Pod Security restricted (latest)",
+		"JobSet trainer":  "Job trainer-node-0: Pod Security restricted (latest)",
+	}, refused, "the other job is not refused")
+	table := listing.Table(false, true, time.Date(2026, 11, 26, 10, 5, 0, 0, time.UTC))
+	require.Regexp(t, `(?m)^demo +AppWrapper +Refused .*Pod Security restricted \(latest\), as PyTorchJob demo says\): violates PodSecurity`, table)
+	require.Regexp(t, `(?m)^other +AppWrapper +Admitted `, table)
+}
+
+// logs of a job whose pods are refused says so where it says why there
+// are no logs; logs -f ends on a refusal that every retry will meet.
+func TestLogsOfAJobWhosePodsAreRefused(t *testing.T) {
+	client := cluster(t, nil, appWrapper("{phase: Running}"), workloadOwnedBy("aw-uid", admittedWL),
+		refusedEvent("e1", "pj-1", "demo-master-0", psaWords, "2026-11-26T10:00:00Z"))
+	_, notes, last, err := logs(t, client, LogRequest{})
+	require.NoError(t, err)
+	require.Len(t, notes, 1)
+	require.Regexp(t, `^no logs yet: AppWrapper demo: Admitted, pods ready 0/2: the API server refuses to create the job's pods \(Pod Security restricted`, notes[0])
+	require.NotNil(t, last.Refusal)
+
+	client.Poll = 20 * time.Millisecond
+	done := make(chan Status, 1)
+	go func() {
+		_, _, last, err := logs(t, client, LogRequest{Follow: true})
+		require.NoError(t, err)
+		done <- last
+	}()
+	select {
+	case last := <-done:
+		require.NotNil(t, last.Refusal)
+		require.Equal(t, "Pod Security restricted (latest)", last.Refusal.Guard)
+	case <-time.After(10 * time.Second):
+		t.Fatal("logs -f did not end on the refusal")
+	}
+}

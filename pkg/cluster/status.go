@@ -223,13 +223,7 @@ func (c *Client) Status(ctx context.Context, ref Ref) (Status, error) {
 		refused = append(refused, refusedThere...)
 	}
 	s.Warnings = warnings
-	attempts := refusedAttempts(obj, refused, s)
-	if r := refusalNow(obj, attempts); r != nil && s.Failure == nil {
-		s.Failure = r
-		if certain(obj, *r) {
-			s.Refusal = r
-		}
-	}
+	attempts := refuse(obj, refused, &s)
 	if s.holder != nil {
 		s.Setup = s.holder.setupOf(ctx, obj, podList)
 		if s.State == Running {

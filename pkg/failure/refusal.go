@@ -118,6 +118,9 @@ func Refusing(reason, message, object, uid string, at time.Time) (Failure, bool)
 	return refusal(reason, message, object, uid, at)
 }
 
+// Refuses tells whether an event of that reason may say a refusal of pods.
+func Refuses(reason string) bool { return refusingReasons[reason] }
+
 func refusal(reason, message, object, uid string, at time.Time) (Failure, bool) {
 	if !refusingReasons[reason] {
 		return Failure{}, false

@@ -158,6 +158,19 @@ func (s *sim) refusedJob(t *testing.T, kind string) {
 		require.NotContains(t, lines, "FailedCreate", "said once")
 	}
 	told("after the first refusal", 1)
+	// list shows the job Refused, and names it; logs says the refusal
+	// where it says why there are no logs.
+	var list, logs result
+	s.waitFor(t, "guard-restricted", name+" Refused in list", time.Minute, func() bool {
+		list = s.generate(t, dir, "list", "-n", "guard-restricted")
+		return regexp.MustCompile(`(?m)^` + name + ` +\w+ +Refused `).MatchString(list.stdout)
+	})
+	require.Regexp(t, `the API server refuses the pods of .*`+name, list.stderr)
+	s.waitFor(t, "guard-restricted", name+"'s refusal told by logs", time.Minute, func() bool {
+		logs = s.generate(t, dir, "logs", name, "-n", "guard-restricted")
+		return strings.Contains(logs.stderr, `violates PodSecurity "restricted:latest"`)
+	})
+	require.Contains(t, logs.stderr, "no logs yet: ")
 	if kind != "TrainJob" {
 		// The AppWrapper resets the job, whose pods are never there, and
 		// its second attempt is refused too: the first is told before it,
