@@ -127,22 +127,27 @@ func TestListFilters(t *testing.T) {
 	}
 }
 
-// One list of each kind, of Workloads, of pods and of Warning events,
-// whatever the number of jobs. (Workloads are asked twice, as on a Kueue
-// older than v0.15: its v1beta2 first, which this cluster does not serve,
-// then its v1beta1.)
+// One list of each kind, of Workloads, of pods, and of the Warning events
+// of each reason that may say a refusal of pods, whatever the number of
+// jobs. (Workloads are asked twice, as on a Kueue older than v0.15: its
+// v1beta2 first, which this cluster does not serve, then its v1beta1.)
 func TestListAsksOnce(t *testing.T) {
 	client := listed(t, nil)
 	_, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
 	require.NoError(t, err)
 	asked := map[string]int{}
+	var events []string
 	for _, a := range client.Dynamic.(*dynamicfake.FakeDynamicClient).Actions() {
 		asked[a.GetVerb()+" "+a.GetResource().Resource]++
+		if list, ok := a.(clienttesting.ListAction); ok && a.GetResource().Resource == "events" {
+			events = append(events, list.GetListRestrictions().Fields.String())
+		}
 	}
 	require.Equal(t, map[string]int{
 		"list appwrappers": 1, "list trainjobs": 1, "list pytorchjobs": 1, "list jobsets": 1, "list pytorchtrainingjobs": 1, "list deepspeedjobs": 1,
-		"list workloads": 2, "list pods": 1, "list events": 1, "get localqueues": 1,
+		"list workloads": 2, "list pods": 1, "list events": 3, "get localqueues": 1,
 	}, asked)
+	require.ElementsMatch(t, []string{"reason=CreateFailed,type=Warning", "reason=FailedCreate,type=Warning", "reason=FailedCreatePod,type=Warning"}, events)
 }
 
 // The JSON of list -o json: the items as status -o json writes each.

@@ -2,7 +2,9 @@ package failure
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,8 +120,9 @@ func Refusing(reason, message, object, uid string, at time.Time) (Failure, bool)
 	return refusal(reason, message, object, uid, at)
 }
 
-// Refuses tells whether an event of that reason may say a refusal of pods.
-func Refuses(reason string) bool { return refusingReasons[reason] }
+// RefusingReasons are the reasons of the events that may say a refusal
+// of pods, in order.
+func RefusingReasons() []string { return slices.Sorted(maps.Keys(refusingReasons)) }
 
 func refusal(reason, message, object, uid string, at time.Time) (Failure, bool) {
 	if !refusingReasons[reason] {
