@@ -195,12 +195,12 @@ func refuse(obj *unstructured.Unstructured, refused []refusal, s *Status) map[in
 	return attempts
 }
 
-// refusalIndex is the refusals of pods that a namespace's Warning events
-// say, by the names of the jobs they may be of (a Job's event under each
-// name its own name may end in "-<replicated job>-<index>" after), for
-// list: a list of the events of each reason that may say one (a few
-// objects, where the namespace's Warning events of 5,000 queued jobs are 5
-// MB), for every job.
+// refusalIndex holds, for list, the events that may say a refusal of a
+// namespace's pods, by the names of the jobs they may be of: a Job's event
+// under each part of its name before a "-" too, one of which is its
+// JobSet's. Each refusing reason is a list of its own (a field selector
+// takes one reason): a few events, where all the Warning events of a
+// namespace of 5,000 queued jobs are 5 MB.
 type refusalIndex map[string][]*corev1.Event
 
 func (c *Client) refusalIndex(ctx context.Context, namespace string) (refusalIndex, error) {
