@@ -69,10 +69,15 @@ const outageTicks = 100
 func (s *sim) throughOutage(t *testing.T, name, kubeconfig string, outage func()) {
 	submit := s.background(t, "submit", "-f", "allreduce.settings.yaml", "--kubeconfig", kubeconfig, "--wait",
 		"--set", "jobName="+name, "--set", "namespace="+outageNamespace, "--set", fmt.Sprintf("mainProgram=/tmp/programs/allreduce.py --ticks %d", outageTicks))
-	s.waitFor(t, outageNamespace, name+" running", 3*time.Minute, func() bool {
+	// Its pods running, not only its AppWrapper: a pause of the API server
+	// while the training operator creates the pods left them unmade past
+	// the AppWrapper's grace, which reset the job again and again (in CI
+	// and here, each time the outage came before the pods ran; never
+	// after), and that is the cluster's story, not the followers'.
+	s.waitFor(t, outageNamespace, name+"'s pods running", 3*time.Minute, func() bool {
 		// The AppWrapper may not be there yet: submit is still creating it.
-		phase, _ := s.cluster.Kubectl(nil, "get", "appwrapper", name, "-n", outageNamespace, "-o", "jsonpath={.status.phase}")
-		return phase == "Running"
+		phases, _ := s.cluster.Kubectl(nil, "get", "pods", "-n", outageNamespace, "-l", "training.kubeflow.org/job-name="+name, "-o", "jsonpath={.items[*].status.phase}")
+		return phases == "Running Running"
 	})
 	logs := s.background(t, "logs", "-f", name, "-n", outageNamespace, "--kubeconfig", kubeconfig)
 	time.Sleep(5 * time.Second)
