@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 
@@ -83,26 +84,26 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 			return out, c.Unreached(err)
 		}
 	}
-	switch err := wlErr; {
-	case err == nil, apierrors.IsNotFound(err):
-	case apierrors.IsForbidden(err):
-		out.Denied.Add("why a job waits (Kueue's Workloads)", Right{Verb: "list", Resource: workloadsResource, Namespace: opts.Namespace})
-	default:
-		note("Kueue Workloads: %v", err)
-	}
-	switch err := podsErr; {
-	case err == nil:
-	case apierrors.IsForbidden(err):
-		out.Denied.Add("the counts of the pods", Right{Verb: "list", Resource: podsResource, Namespace: opts.Namespace})
-	default:
-		note("pods: %v", err)
-	}
-	switch err := eventsErr; {
-	case err == nil:
-	case apierrors.IsForbidden(err):
-		out.Denied.Add("the refusals of the jobs' pods (their events)", Right{Verb: "list", Resource: eventsResource, Namespace: opts.Namespace})
-	default:
-		note("events: %v", err)
+	// What List reads beside the jobs: the role may keep each from it
+	// (the line of rights), or one may fail alone (a note). A Kueue not
+	// installed serves no Workloads (404).
+	for _, beside := range []struct {
+		err      error
+		what     string
+		resource schema.GroupResource
+		name     string
+	}{
+		{wlErr, "why a job waits (Kueue's Workloads)", workloadsResource, "Kueue Workloads"},
+		{podsErr, "the counts of the pods", podsResource, "pods"},
+		{eventsErr, "the refusals of the jobs' pods (their events)", eventsResource, "events"},
+	} {
+		switch err := beside.err; {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsForbidden(err):
+			out.Denied.Add(beside.what, Right{Verb: "list", Resource: beside.resource, Namespace: opts.Namespace})
+		default:
+			note("%s: %v", beside.name, err)
+		}
 	}
 	out.NoKind = true
 	for i, k := range kinds {

@@ -243,8 +243,8 @@ func (c *Client) logRound(ctx context.Context, ref Ref, n *noticing) (Status, *u
 		// Why there are no pods may be that the API server refuses them,
 		// which only the events say (a follower's n watches them); without
 		// the right to read them, the line says less.
-		if _, refused, err := c.warnings(ctx, obj, wl, nil); err == nil {
-			refuse(obj, refused, &s)
+		if refusals, err := c.refusalIndex(ctx, obj.GetNamespace()); err == nil {
+			refuse(obj, refusals.of(obj), &s)
 		}
 	}
 	c.place(ctx, &s)

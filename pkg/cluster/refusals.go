@@ -195,10 +195,10 @@ func refuse(obj *unstructured.Unstructured, refused []refusal, s *Status) map[in
 	return attempts
 }
 
-// refusalIndex holds, for list, the events that may say a refusal of a
-// namespace's pods, by the names of the jobs they may be of: a Job's event
-// under each part of its name before a "-" too, one of which is its
-// JobSet's. Each refusing reason is a list of its own (a field selector
+// refusalIndex holds, for list and logs, the events that may say a
+// refusal of a namespace's pods, by the names of the jobs they may be of:
+// a Job's event under each part of its name before a "-" too, one of which
+// is its JobSet's. Each refusing reason is a list of its own (a field selector
 // takes one reason): a few events, where all the Warning events of a
 // namespace of 5,000 queued jobs are 5 MB.
 type refusalIndex map[string][]*corev1.Event
