@@ -182,8 +182,7 @@ func (c *Client) placeAll(ctx context.Context, jobs []Status, note func(string, 
 		queue := s.Namespace + "/" + s.Queue
 		positions, ok := asked[queue]
 		if !ok {
-			var err error
-			positions, err = c.positions(ctx, s.Namespace, s.Queue)
+			pending, err := c.pending(ctx, s.Namespace, s.Queue)
 			switch {
 			case err != nil && apierrors.IsForbidden(err) && !failed:
 				failed = true
@@ -191,6 +190,10 @@ func (c *Client) placeAll(ctx context.Context, jobs []Status, note func(string, 
 			case err != nil && !failed:
 				failed = true
 				note("positions in the queues: Kueue's visibility API (%s) does not answer: %s", visibleQueues.GroupVersion(), Message(err))
+			}
+			positions = map[string]int64{}
+			for _, p := range pending {
+				positions[p.Name] = p.PositionInLocalQueue + 1
 			}
 			asked[queue] = positions
 		}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -90,6 +92,48 @@ func TestListPositions(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list.Jobs, 1)
 	require.Equal(t, int64(4), list.Jobs[0].Position)
+}
+
+// queueOf answers Kueue's visibility API for LocalQueue team-a: n
+// Workloads pending, the i-th of them owned by the job of uids[i] (the
+// rest by other jobs), and how many times it was asked.
+func queueOf(n int, uids ...string) (func(*dynamicfake.FakeDynamicClient), *int) {
+	asked := 0
+	return func(dyn *dynamicfake.FakeDynamicClient) {
+		dyn.PrependReactor("get", "localqueues", func(action clienttesting.Action) (bool, runtime.Object, error) {
+			asked++
+			var items []any
+			for i := range n {
+				uid := fmt.Sprintf("other-%d", i)
+				if i < len(uids) {
+					uid = uids[i]
+				}
+				items = append(items, map[string]any{"positionInLocalQueue": int64(i), "metadata": map[string]any{
+					"name": "appwrapper-" + uid, "namespace": "ml", "ownerReferences": []any{map[string]any{"kind": "AppWrapper", "uid": uid}}}})
+			}
+			return true, &unstructured.Unstructured{Object: map[string]any{"items": items}}, nil
+		})
+	}, &asked
+}
+
+// The visibility API answers a thousand Workloads at a time: a job further
+// back in its queue has its position too.
+func TestListPositionsPastAThousand(t *testing.T) {
+	uids := make([]string, 1500)
+	uids[1234] = "q-uid"
+	for i := range uids {
+		uids[i] = cmp.Or(uids[i], fmt.Sprintf("other-%d", i))
+	}
+	react, asked := queueOf(len(uids), uids...)
+	client := cluster(t, react, (marked(appWrapper("{phase: Suspended}"), "queued", "q-uid")), workloadNamed("appwrapper-q-uid", "q-uid", pendingWL))
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	require.Equal(t, 2, *asked, "two pages")
+	require.Len(t, list.Jobs, 1)
+	require.Equal(t, int64(1235), list.Jobs[0].Position)
+	s, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "queued"})
+	require.NoError(t, err)
+	require.Equal(t, int64(1235), s.Position)
 }
 
 // Without Kueue's visibility API, the positions are not known, and a note

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +32,15 @@ import (
 // take reads, once: into what it needs (a Workload's few fields, decoded
 // as they stream in), or as it is (json.RawMessage), to keep until it can
 // use it (a job).
+//
+// EachPending does the same with the Workloads pending in a LocalQueue, as
+// Kueue's visibility API lists them (a GET of the queue's pendingworkloads,
+// resource its localqueues): at most limit, from the offset-th. The API
+// answers in pages (of 1,000 unless asked), and the dynamic client cannot
+// ask for one but the first.
 type ObjectSource interface {
 	Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(*json.Decoder) error) error
+	EachPending(ctx context.Context, resource schema.GroupVersionResource, namespace, queue string, offset, limit int64, take func(*json.Decoder) error) error
 }
 
 // objectOf reads an object's JSON as the dynamic client reads it: whole
@@ -78,6 +86,24 @@ func metaOf(raw json.RawMessage) (*metav1.PartialObjectMetadata, error) {
 type restObjects struct{ client restclient.Interface }
 
 func (r restObjects) Each(ctx context.Context, resource schema.GroupVersionResource, namespace string, opts metav1.ListOptions, take func(*json.Decoder) error) error {
+	req := r.get(resource, namespace, resource.Resource)
+	if opts.LabelSelector != "" {
+		req.Param("labelSelector", opts.LabelSelector)
+	}
+	if opts.FieldSelector != "" {
+		req.Param("fieldSelector", opts.FieldSelector)
+	}
+	return eachOf(ctx, req, take)
+}
+
+func (r restObjects) EachPending(ctx context.Context, resource schema.GroupVersionResource, namespace, queue string, offset, limit int64, take func(*json.Decoder) error) error {
+	req := r.get(resource, namespace, resource.Resource, queue, "pendingworkloads").
+		Param("offset", strconv.FormatInt(offset, 10)).Param("limit", strconv.FormatInt(limit, 10))
+	return eachOf(ctx, req, take)
+}
+
+// get is a GET of a path under a resource's API, in a namespace ("": none).
+func (r restObjects) get(resource schema.GroupVersionResource, namespace string, under ...string) *restclient.Request {
 	root := "/apis/" + resource.Group
 	if resource.Group == "" {
 		root = "/api"
@@ -86,13 +112,11 @@ func (r restObjects) Each(ctx context.Context, resource schema.GroupVersionResou
 	if namespace != "" {
 		at = append(at, "namespaces", namespace)
 	}
-	req := r.client.Get().AbsPath(path.Join(append(at, resource.Resource)...)).SetHeader("Accept", "application/json")
-	if opts.LabelSelector != "" {
-		req.Param("labelSelector", opts.LabelSelector)
-	}
-	if opts.FieldSelector != "" {
-		req.Param("fieldSelector", opts.FieldSelector)
-	}
+	return r.client.Get().AbsPath(path.Join(append(at, under...)...)).SetHeader("Accept", "application/json")
+}
+
+// eachOf reads the answer of a request as a list (eachItem).
+func eachOf(ctx context.Context, req *restclient.Request, take func(*json.Decoder) error) error {
 	body, err := req.Stream(ctx)
 	if err != nil {
 		return err

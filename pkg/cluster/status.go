@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -351,8 +350,12 @@ func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured, wl *w
 // visibility API answers.
 func (c *Client) place(ctx context.Context, s *Status) {
 	if s.State == Queued && s.Workload != "" && s.Queue != "" {
-		positions, _ := c.positions(ctx, s.Namespace, s.Queue)
-		s.Position = positions[s.Workload]
+		pending, _ := c.pending(ctx, s.Namespace, s.Queue)
+		for _, p := range pending {
+			if p.Name == s.Workload {
+				s.Position = p.PositionInLocalQueue + 1
+			}
+		}
 	}
 }
 
@@ -523,26 +526,37 @@ func (c *Client) workloads(ctx context.Context, namespace, selector string) (map
 	return owned, err
 }
 
-// positions asks Kueue's visibility API for the places of the Workloads
-// pending in a LocalQueue, 1 for the next to be admitted; the error says
-// why it did not answer (the API is off, or not allowed).
-func (c *Client) positions(ctx context.Context, namespace, queue string) (map[string]int64, error) {
-	summary, err := c.Dynamic.Resource(visibleQueues).Namespace(namespace).Get(ctx, queue, metav1.GetOptions{}, "pendingworkloads")
-	if err != nil {
-		return nil, err
+// pendingPage is how many Workloads one question to Kueue's visibility
+// API asks for: the API's own default.
+const pendingPage = 1000
+
+// pendingWorkload is a Workload pending in a LocalQueue, as Kueue's
+// visibility API says it: its name and owners, and its place in the queue
+// from 0, the next to be admitted.
+type pendingWorkload struct {
+	workloadMeta         `json:"metadata"`
+	PositionInLocalQueue int64 `json:"positionInLocalQueue"`
+}
+
+// pending asks Kueue's visibility API for the Workloads pending in a
+// LocalQueue: page after page, until one is not full. The error says why
+// it did not answer (the API is off, or not allowed). The queue may move
+// between two pages: a Workload can then be told twice, or not at all.
+func (c *Client) pending(ctx context.Context, namespace, queue string) ([]pendingWorkload, error) {
+	var all []pendingWorkload
+	for {
+		page := 0
+		err := c.ObjectSource.EachPending(ctx, visibleQueues, namespace, queue, int64(len(all)), pendingPage, func(dec *json.Decoder) error {
+			var p pendingWorkload
+			if err := dec.Decode(&p); err != nil {
+				return fmt.Errorf("reading a pending Workload: %w", err)
+			}
+			all = append(all, p)
+			page++
+			return nil
+		})
+		if err != nil || page < pendingPage {
+			return all, err
+		}
 	}
-	var pending struct {
-		Items []struct {
-			metav1.ObjectMeta    `json:"metadata"`
-			PositionInLocalQueue int64 `json:"positionInLocalQueue"`
-		} `json:"items"`
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(summary.Object, &pending); err != nil {
-		return nil, err
-	}
-	places := map[string]int64{}
-	for _, item := range pending.Items {
-		places[item.Name] = item.PositionInLocalQueue + 1
-	}
-	return places, nil
 }

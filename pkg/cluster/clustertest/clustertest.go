@@ -243,3 +243,27 @@ func (o Objects) Each(ctx context.Context, resource schema.GroupVersionResource,
 	}
 	return nil
 }
+
+// EachPending gets the queue's pendingworkloads with the dynamic client,
+// whose reactors answer them all, and hands on those of the page asked, as
+// Kueue's visibility API pages them.
+func (o Objects) EachPending(ctx context.Context, resource schema.GroupVersionResource, namespace, queue string, offset, limit int64, take func(*json.Decoder) error) error {
+	summary, err := o.Dynamic.Resource(resource).Namespace(namespace).Get(ctx, queue, metav1.GetOptions{}, "pendingworkloads")
+	if err != nil {
+		return err
+	}
+	items, _, err := unstructured.NestedSlice(summary.Object, "items")
+	if err != nil {
+		return err
+	}
+	for _, item := range items[min(offset, int64(len(items))):min(offset+limit, int64(len(items)))] {
+		raw, err := json.Marshal(item)
+		if err != nil {
+			return err
+		}
+		if err := take(json.NewDecoder(bytes.NewReader(raw))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
