@@ -45,8 +45,12 @@ renders. --all-jobs lists every AppWrapper, PyTorchJob, JobSet, TrainJob,
 PyTorchTrainingJob and DeepSpeedJob, whoever made it. A job that another one
 made (an AppWrapper's PyTorchJob, a TrainJob's JobSet) is shown as that one.
 
-It asks the cluster once for each kind, once for the Kueue Workloads and
-once for the pods, and once for each LocalQueue that holds queued jobs.
+It asks the cluster once for each kind, once for the pods, once for each
+reason a pod is refused for (its Warning events), and, in pages of a
+thousand, Kueue's visibility API for each LocalQueue the jobs name. The
+Kueue Workloads are read once more where a line needs them: -o wide, json
+and yaml, or a job Kueue holds that its queue does not list (stopped, or
+admitted but not started yet), or one that MultiKueue dispatched.
 
 Exit codes: 0 when the list was shown (empty too), 1 when the cluster
 refused to list the jobs, 2 for a wrong command line, 3 when the cluster
@@ -71,6 +75,7 @@ cannot be reached.`,
 				}
 				opts.States = append(opts.States, state)
 			}
+			opts.Why = output != ""
 			client, err := dial(s, &kube)
 			if err != nil {
 				return err

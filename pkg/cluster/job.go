@@ -19,6 +19,11 @@ const (
 	PriorityClassLabel = "kueue.x-k8s.io/priority-class"
 )
 
+// MultiKueueController is MultiKueue's controller: it runs the admission
+// checks of a ClusterQueue that dispatches to worker clusters, and manages
+// (spec.managedBy) the jobs it dispatches.
+const MultiKueueController = "kueue.x-k8s.io/multikueue"
+
 // Job is a rendered job as the cluster sees it.
 type Job struct {
 	// Object is what is submitted: the AppWrapper, or the job alone

@@ -35,6 +35,10 @@ type kind struct {
 	// suspend is the field of the job that holds it, for a job Kueue does
 	// not manage (Kueue's own is the Workload's spec.active).
 	suspend []string
+	// managedBy is the field that names the controller of a job Kueue
+	// manages: MultiKueueController for one a MultiKueue manager
+	// dispatches to a worker cluster.
+	managedBy []string
 	// podSets are the job's groups of identical pods, as Kueue counts them
 	// (T9k's: as its controller makes them).
 	podSets func(obj map[string]any) ([]PodSet, error)
@@ -104,11 +108,12 @@ func table() []*kind {
 		resource: schema.GroupVersionResource{Group: "workload.codeflare.dev", Version: "v1beta2", Resource: "appwrappers"},
 		// Its controller labels the pods of every component, whatever their
 		// kind; a wrapped job's pods also carry that job's own labels.
-		podLabel: appWrapperLabel,
-		kueue:    true,
-		suspend:  []string{"spec", "suspend"},
-		podSets:  appWrapperPodSets,
-		state:    (*Status).fromAppWrapper,
+		podLabel:  appWrapperLabel,
+		kueue:     true,
+		suspend:   []string{"spec", "suspend"},
+		managedBy: []string{"spec", "managedBy"},
+		podSets:   appWrapperPodSets,
+		state:     (*Status).fromAppWrapper,
 		// Its retryLimit annotation, else its controller's default.
 		runs: func(obj *unstructured.Unstructured) int {
 			limit, err := strconv.Atoi(obj.GetAnnotations()[retryLimit])
@@ -132,6 +137,7 @@ func table() []*kind {
 		container: "node",
 		kueue:     true,
 		suspend:   []string{"spec", "suspend"},
+		managedBy: []string{"spec", "managedBy"},
 		podSets:   trainJobPodSets,
 		podMaker:  "Job",
 		// The Trainer copies its JobSet's Completed (as Complete) and Failed.
@@ -146,6 +152,7 @@ func table() []*kind {
 		container: "pytorch",
 		kueue:     true,
 		suspend:   []string{"spec", "runPolicy", "suspend"},
+		managedBy: []string{"spec", "runPolicy", "managedBy"},
 		podSets:   pyTorchJobPodSets,
 		adds:      operatorInit,
 		state:     conditionsNamed(names{succeeded: "Succeeded", restarting: "Restarting", running: "Running"}),
@@ -158,6 +165,7 @@ func table() []*kind {
 		container: "pytorch",
 		kueue:     true,
 		suspend:   []string{"spec", "suspend"},
+		managedBy: []string{"spec", "managedBy"},
 		podSets:   jobSetPodSets,
 		podMaker:  "Job",
 		state:     conditionsNamed(names{succeeded: "Completed", restarting: "RestartingJobSet"}),

@@ -33,6 +33,11 @@ type ListOptions struct {
 	Everyone bool
 	// States keeps the jobs in these states; none keeps all.
 	States []State
+	// Why reads every job's Kueue Workload, for the lines that say why
+	// each job is where it is (its ClusterQueue, Workload, reason and
+	// message: -o wide, json and yaml); without it, only the Workloads a
+	// line needs are read.
+	Why bool
 }
 
 // Listing is what List found: the jobs, and what could not be read.
@@ -48,16 +53,22 @@ type Listing struct {
 	NoKind bool `json:"-"`
 }
 
-// List lists the jobs in a namespace, or in all: its Workloads, its pods
-// and the jobs of each kind the cluster serves, all at once, each list
-// read as it comes (a Workload's few fields kept, a job's JSON kept as it
-// came, when it is one to show), then each job's picture made, one job read
-// whole at a time; and one question to Kueue's visibility API for each
-// LocalQueue that holds queued jobs. Never one round trip per job, and
-// the memory grows with the jobs' JSON, not with their decoded objects. A
-// job another job made (an AppWrapper's component, a TrainJob's JobSet) is
-// part of that one. The error is Unreachable when the cluster does not
-// answer.
+// List lists the jobs in a namespace, or in all: its pods, the Warning
+// events that refuse them, and the jobs of each kind the cluster serves,
+// all at once, each list read as it comes (a job's JSON kept as it came,
+// when it is one to show), then each job's picture made, one job read
+// whole at a time. Kueue's visibility API is asked for the Workloads
+// pending in each LocalQueue the jobs name, as they stream in (a page of
+// a thousand at a time): its answer is all a queued job's line needs of
+// its Workload. The Workloads themselves, whose JSON holds the jobs' pod
+// templates again, are listed once when a line needs more: when the lines
+// say why (opts.Why), when Kueue holds a job its queue does not list
+// (stopped, admitted but not started, or waiting to be queued again), or
+// when MultiKueue runs one on a worker cluster. Never one round trip per
+// job, and the memory grows with the jobs' JSON, not with their decoded
+// objects. A job another job made (an AppWrapper's component, a TrainJob's
+// JobSet) is part of that one. The error is Unreachable when the cluster
+// does not answer.
 func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	var out Listing
 	note := func(format string, args ...any) { out.Notes = append(out.Notes, fmt.Sprintf(format, args...)) }
@@ -67,21 +78,105 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 	var wlErr, podsErr, eventsErr error
 	var jobs []json.RawMessage
 	var errs []error
+	queues := queueAnswers{c: c, asked: map[string]*queueAnswer{}, slots: make(chan struct{}, askers)}
 	var wg sync.WaitGroup
-	wg.Go(func() { owned, wlErr = c.workloads(ctx, opts.Namespace, "") })
+	if opts.Why {
+		wg.Go(func() { owned, wlErr = c.workloads(ctx, opts.Namespace, "") })
+	}
 	wg.Go(func() { pods, podsErr = c.podIndex(ctx, opts.Namespace) })
 	wg.Go(func() { refusals, eventsErr = c.refusalIndex(ctx, opts.Namespace) })
 	wg.Go(func() {
-		errs = c.eachJob(ctx, opts.Namespace, opts.Selector, kinds, func(_ *kind, meta *metav1.PartialObjectMetadata, raw json.RawMessage) {
+		errs = c.eachJob(ctx, opts.Namespace, opts.Selector, kinds, func(k *kind, meta *metav1.PartialObjectMetadata, raw json.RawMessage) {
 			if (opts.Everyone || meta.Annotations[Marker] != "") && !made(meta) {
 				jobs = append(jobs, raw)
+				if queue := meta.Labels[QueueLabel]; k.kueue && queue != "" {
+					queues.ask(ctx, meta.Namespace, queue)
+				}
 			}
 		})
 	})
 	wg.Wait()
+	queues.wait()
 	for _, err := range append([]error{wlErr, podsErr, eventsErr}, errs...) {
 		if c.Unreached(err) != nil {
 			return out, c.Unreached(err)
+		}
+	}
+	out.NoKind = true
+	for i, k := range kinds {
+		switch err := errs[i]; {
+		case err == nil, apierrors.IsNotFound(err):
+			// A kind not served here answers 404.
+			out.NoKind = false
+		case apierrors.IsForbidden(err):
+			// The user may see no job of that kind here: nothing to say.
+		case apierrors.IsBadRequest(err):
+			return out, fmt.Errorf("-l %s: %s", opts.Selector, Message(err))
+		default:
+			return out, fmt.Errorf("listing %s: %w", Plural(k.name), err)
+		}
+	}
+	// The pods of a job a MultiKueue manager dispatched are on its worker
+	// cluster: one list there too, for each worker that runs some.
+	on := map[*Client]podIndex{c: pods}
+	unread := map[string]bool{}
+	show := func(obj *unstructured.Unstructured, wl *workload) {
+		holder, worker, err := c.holder(ctx, wl)
+		index := on[holder]
+		if _, listed := on[holder]; err == nil && !listed {
+			index, err = holder.podIndex(ctx, opts.Namespace)
+			on[holder] = index
+		}
+		if err != nil && !unread[worker.Name] {
+			unread[worker.Name] = true
+			note("pods on worker cluster %s: %v", worker.Name, err)
+		}
+		podsRead := err == nil && (holder != c || podsErr == nil) && (holder == c || !unread[worker.Name])
+		s, err := picture(obj, index.of(obj), wl)
+		s.Worker, s.Pods.Unread = worker, !podsRead
+		if err != nil {
+			// One job whose status cannot be read does not hide the others.
+			note("%v", err)
+			return
+		}
+		refuse(obj, refusals.of(obj), &s)
+		if len(opts.States) == 0 || slices.Contains(opts.States, s.State) {
+			out.Jobs = append(out.Jobs, s)
+		}
+	}
+	// The jobs whose lines need their Workloads, kept until they are read.
+	var later []json.RawMessage
+	var uids []string
+	for i, raw := range jobs {
+		jobs[i] = nil // read once, then let go
+		obj, err := objectOf(raw)
+		if err != nil {
+			note("reading a job: %v", err)
+			continue
+		}
+		wl := owned[obj.GetUID()]
+		if !opts.Why {
+			if wl = queues.placed[obj.GetUID()]; wl == nil && needsWorkload(obj) {
+				later, uids = append(later, raw), append(uids, string(obj.GetUID()))
+				continue
+			}
+		}
+		show(obj, wl)
+	}
+	if len(later) > 0 {
+		// Those of a few jobs by their label (the API server sends no
+		// others), else all.
+		selector := ""
+		if len(uids) <= fewWorkloads {
+			selector = jobUIDLabel + " in (" + strings.Join(uids, ",") + ")"
+		}
+		owned, wlErr = c.workloads(ctx, opts.Namespace, selector)
+		if c.Unreached(wlErr) != nil {
+			return out, c.Unreached(wlErr)
+		}
+		for _, raw := range later {
+			obj, _ := objectOf(raw) // read once already
+			show(obj, owned[obj.GetUID()])
 		}
 	}
 	// What List reads beside the jobs: the role may keep each from it
@@ -105,56 +200,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 			note("%s: %v", beside.name, err)
 		}
 	}
-	out.NoKind = true
-	for i, k := range kinds {
-		switch err := errs[i]; {
-		case err == nil, apierrors.IsNotFound(err):
-			// A kind not served here answers 404.
-			out.NoKind = false
-		case apierrors.IsForbidden(err):
-			// The user may see no job of that kind here: nothing to say.
-		case apierrors.IsBadRequest(err):
-			return out, fmt.Errorf("-l %s: %s", opts.Selector, Message(err))
-		default:
-			return out, fmt.Errorf("listing %s: %w", Plural(k.name), err)
-		}
-	}
-	// The pods of a job a MultiKueue manager dispatched are on its worker
-	// cluster: one list there too, for each worker that runs some.
-	on := map[*Client]podIndex{c: pods}
-	unread := map[string]bool{}
-	for i, raw := range jobs {
-		jobs[i] = nil // read once, then let go
-		obj, err := objectOf(raw)
-		if err != nil {
-			note("reading a job: %v", err)
-			continue
-		}
-		wl := owned[obj.GetUID()]
-		holder, worker, err := c.holder(ctx, wl)
-		index := on[holder]
-		if _, listed := on[holder]; err == nil && !listed {
-			index, err = holder.podIndex(ctx, opts.Namespace)
-			on[holder] = index
-		}
-		if err != nil && !unread[worker.Name] {
-			unread[worker.Name] = true
-			note("pods on worker cluster %s: %v", worker.Name, err)
-		}
-		podsRead := err == nil && (holder != c || podsErr == nil) && (holder == c || !unread[worker.Name])
-		s, err := picture(obj, index.of(obj), wl)
-		s.Worker, s.Pods.Unread = worker, !podsRead
-		if err != nil {
-			// One job whose status cannot be read does not hide the others.
-			note("%v", err)
-			continue
-		}
-		refuse(obj, refusals.of(obj), &s)
-		if len(opts.States) == 0 || slices.Contains(opts.States, s.State) {
-			out.Jobs = append(out.Jobs, s)
-		}
-	}
-	c.placeAll(ctx, out.Jobs, note, &out.Denied)
+	queues.place(out.Jobs, note, &out.Denied)
 	sort.Slice(out.Jobs, func(i, j int) bool {
 		a, b := out.Jobs[i], out.Jobs[j]
 		return a.Namespace+"/"+a.Name+"/"+a.Kind < b.Namespace+"/"+b.Name+"/"+b.Kind
@@ -169,35 +215,103 @@ func made(obj metav1.Object) bool {
 	return owner != nil && kindNamed(owner.Kind) != nil
 }
 
-// placeAll gives the queued jobs their positions: one question to Kueue's
-// visibility API for each LocalQueue that holds some.
-func (c *Client) placeAll(ctx context.Context, jobs []Status, note func(string, ...any), denied *Denied) {
-	asked := map[string]map[string]int64{}
+// fewWorkloads is how many Workloads List asks for by their jobs' uids at
+// most, in one label selector of some 4 KB; more are listed all.
+const fewWorkloads = 100
+
+// needsWorkload tells whether the line of a job its queue does not list
+// pending needs the job's Workload: Kueue holds the job (of a kind Kueue
+// manages, in a LocalQueue, suspended: stopped, admitted but not started
+// yet, or waiting to be queued again), or MultiKueue runs it on the worker
+// cluster its Workload names.
+func needsWorkload(obj *unstructured.Unstructured) bool {
+	k := kindOf(obj)
+	if !k.kueue || obj.GetLabels()[QueueLabel] == "" {
+		return false
+	}
+	manager, _, _ := unstructured.NestedString(obj.Object, k.managedBy...)
+	return k.suspended(obj) || manager == MultiKueueController
+}
+
+// queueAnswers are what Kueue's visibility API says of the LocalQueues the
+// listed jobs name: each asked once, a few at a time, as the jobs stream
+// in; after wait, placed are the Workloads pending in them, by the uid of
+// the job that owns each.
+type queueAnswers struct {
+	c      *Client
+	asked  map[string]*queueAnswer // namespace/queue
+	slots  chan struct{}           // one for each queue asked at the moment
+	asking sync.WaitGroup
+	placed map[types.UID]*workload
+}
+
+type queueAnswer struct {
+	namespace, queue string
+	pending          []pendingWorkload
+	err              error
+}
+
+// askers is how many LocalQueues List asks at once.
+const askers = 8
+
+// ask asks for the pending Workloads of a LocalQueue, unless asked; not
+// safe for concurrent use (eachJob's take is not called concurrently).
+func (q *queueAnswers) ask(ctx context.Context, namespace, queue string) {
+	key := namespace + "/" + queue
+	if q.asked[key] != nil {
+		return
+	}
+	answer := &queueAnswer{namespace: namespace, queue: queue}
+	q.asked[key] = answer
+	q.asking.Go(func() {
+		q.slots <- struct{}{}
+		defer func() { <-q.slots }()
+		answer.pending, answer.err = q.c.pending(ctx, namespace, queue)
+	})
+}
+
+// wait waits for the answers, and finds the Workloads pending in them: as
+// much of each as its job's line needs.
+func (q *queueAnswers) wait() {
+	q.asking.Wait()
+	q.placed = map[types.UID]*workload{}
+	for _, answer := range q.asked {
+		for _, p := range answer.pending {
+			wl := &workload{workloadMeta: p.workloadMeta, Placed: true}
+			wl.Spec.QueueName = answer.queue
+			for _, ref := range p.OwnerReferences {
+				q.placed[ref.UID] = wl
+			}
+		}
+	}
+}
+
+// place gives the queued jobs their positions in their queues, and says
+// once when the visibility API did not answer for one that holds some.
+func (q *queueAnswers) place(jobs []Status, note func(string, ...any), denied *Denied) {
+	positions := map[string]int64{} // namespace/workload
+	for _, answer := range q.asked {
+		for _, p := range answer.pending {
+			positions[answer.namespace+"/"+p.Name] = p.PositionInLocalQueue + 1
+		}
+	}
 	failed := false
 	for i := range jobs {
 		s := &jobs[i]
 		if s.State != Queued || s.Workload == "" || s.Queue == "" {
 			continue
 		}
-		queue := s.Namespace + "/" + s.Queue
-		positions, ok := asked[queue]
-		if !ok {
-			pending, err := c.pending(ctx, s.Namespace, s.Queue)
-			switch {
-			case err != nil && apierrors.IsForbidden(err) && !failed:
-				failed = true
-				denied.Add("the positions in the queues", Right{Verb: "get", Resource: pendingWorkloadsResource, Namespace: s.Namespace})
-			case err != nil && !failed:
-				failed = true
-				note("positions in the queues: Kueue's visibility API (%s) does not answer: %s", visibleQueues.GroupVersion(), Message(err))
-			}
-			positions = map[string]int64{}
-			for _, p := range pending {
-				positions[p.Name] = p.PositionInLocalQueue + 1
-			}
-			asked[queue] = positions
+		s.Position = positions[s.Namespace+"/"+s.Workload]
+		answer := q.asked[s.Namespace+"/"+s.Queue]
+		if answer == nil || answer.err == nil || failed {
+			continue
 		}
-		s.Position = positions[s.Workload]
+		failed = true
+		if apierrors.IsForbidden(answer.err) {
+			denied.Add("the positions in the queues", Right{Verb: "get", Resource: pendingWorkloadsResource, Namespace: s.Namespace})
+		} else {
+			note("positions in the queues: Kueue's visibility API (%s) does not answer: %s", visibleQueues.GroupVersion(), Message(answer.err))
+		}
 	}
 }
 

@@ -33,17 +33,23 @@ func workloadNamed(name, uid, status string) string {
 	return strings.Replace(workloadOwnedBy(uid, status), "name: appwrapper-demo-7d9f2", "name: "+name, 1)
 }
 
+// held is a job Kueue holds (its webhook suspends a job in a LocalQueue
+// until it admits it).
+func held(job string) string {
+	return strings.Replace(job, "\nspec:\n", "\nspec:\n  suspend: true\n", 1)
+}
+
 // listed is a cluster of jobs the generator made, of each state, and of
 // others.
 func listed(t *testing.T, react func(*dynamicfake.FakeDynamicClient)) *Client {
 	aw := func(name, uid, status string) string { return marked(appWrapper(status), name, uid) }
 	return cluster(t, react,
-		aw("queued", "q-uid", "{phase: Suspended}"), workloadNamed("appwrapper-queued-1", "q-uid", pendingWL),
+		held(aw("queued", "q-uid", "{phase: Suspended}")), workloadNamed("appwrapper-queued-1", "q-uid", pendingWL),
 		aw("running", "r-uid", "{phase: Running, resettingCount: 2, conditions: [{type: PodsReady, status: 'True'}]}"),
 		workloadNamed("appwrapper-running-1", "r-uid", admittedWL),
 		strings.Replace(pod("running-master-0", "{workload.codeflare.dev/appwrapper: running}", readyPod), "status: {", "status: {containerStatuses: [{name: pytorch, restartCount: 3}], ", 1),
 		pod("running-worker-0", "{workload.codeflare.dev/appwrapper: running}", readyPod),
-		aw("stopped", "s-uid", "{phase: Suspended}"),
+		held(aw("stopped", "s-uid", "{phase: Suspended}")),
 		strings.Replace(workloadNamed("appwrapper-stopped-1", "s-uid", "{conditions: [{type: Evicted, status: 'True', reason: Deactivated}]}"),
 			"spec: {queueName: team-a}", "spec: {queueName: team-a, active: false}", 1),
 		// The component the AppWrapper running made: part of it.
@@ -73,6 +79,8 @@ queued    AppWrapper   Queued      team-a   -          0/2    0      0          
 running   AppWrapper   Running     team-a   -          2/2    0      2          120m
 stopped   AppWrapper   Suspended   team-a   -          0/2    0      0          120m
 `, list.Table(false, false, now))
+	list, err = client.List(context.Background(), ListOptions{Namespace: "ml", Why: true})
+	require.NoError(t, err)
 	require.Equal(t, `NAMESPACE   NAME      KIND         STATE       QUEUE    POSITION   PODS   GPUS   RESTARTS   AGE    CLUSTERQUEUE   WORKLOAD               POD-RESTARTS   WHY
 ml          queued    AppWrapper   Queued      team-a   -          0/2    0      0          120m   -              appwrapper-queued-1    0              Pending: couldn't assign flavors to pod set 0-0: insufficient quota for nvidia.com/gpu in flavor gpu-flavor, 8 more needed
 ml          running   AppWrapper   Running     team-a   -          2/2    0      2          120m   team-a-cq      appwrapper-running-1   3              -
@@ -116,6 +124,92 @@ func queueOf(n int, uids ...string) (func(*dynamicfake.FakeDynamicClient), *int)
 	}, &asked
 }
 
+// workloadsListed is how many times the client listed Kueue's Workloads.
+func workloadsListed(client *Client) int {
+	return len(workloadSelectors(client))
+}
+
+// workloadSelectors are the label selectors of the client's lists of
+// Kueue's Workloads.
+func workloadSelectors(client *Client) []string {
+	var selectors []string
+	for _, a := range client.Dynamic.(*dynamicfake.FakeDynamicClient).Actions() {
+		if list, ok := a.(clienttesting.ListAction); ok && a.GetResource().Resource == "workloads" {
+			selectors = append(selectors, list.GetListRestrictions().Labels.String())
+		}
+	}
+	return selectors
+}
+
+// The visibility API says all that the lines of queued and running jobs
+// need: their Workloads, which hold the jobs' pod templates again, are not
+// read. A stopped job's line needs its own, and so do the lines that say
+// why.
+func TestListReadsTheWorkloadsWhereALineNeedsThem(t *testing.T) {
+	aw := func(name, uid, status string) string { return marked(appWrapper(status), name, uid) }
+	jobs := []string{
+		held(aw("first", "f-uid", "{phase: Suspended}")), workloadNamed("appwrapper-f-uid", "f-uid", pendingWL),
+		held(aw("second", "s-uid", "{phase: Suspended}")), workloadNamed("appwrapper-s-uid", "s-uid", pendingWL),
+		aw("running", "r-uid", "{phase: Running, conditions: [{type: PodsReady, status: 'True'}]}"), workloadNamed("appwrapper-r-uid", "r-uid", admittedWL),
+	}
+	react, _ := queueOf(3, "s-uid", "f-uid")
+	client := cluster(t, react, jobs...)
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	require.Empty(t, list.Notes)
+	require.Zero(t, workloadsListed(client))
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	require.Equal(t, `NAME      KIND         STATE     QUEUE    POSITION   PODS   GPUS   RESTARTS   AGE
+first     AppWrapper   Queued    team-a   2          0/2    0      0          120m
+running   AppWrapper   Running   team-a   -          0/2    0      0          120m
+second    AppWrapper   Queued    team-a   1          0/2    0      0          120m
+`, list.Table(false, false, now))
+	require.Equal(t, "appwrapper-f-uid", list.Jobs[0].Workload)
+	require.Empty(t, list.Jobs[0].Message, "its conditions were not read")
+
+	list, err = client.List(context.Background(), ListOptions{Namespace: "ml", Why: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, workloadsListed(client), "Kueue's v1beta2 (not served here), then v1beta1")
+	require.Equal(t, int64(2), list.Jobs[0].Position)
+	require.Equal(t, "Pending", list.Jobs[0].Reason)
+	require.Equal(t, "team-a-cq", list.Jobs[1].ClusterQueue)
+
+	client = cluster(t, react, append(jobs, held(aw("stopped", "x-uid", "{phase: Suspended}")),
+		strings.Replace(workloadNamed("appwrapper-x-uid", "x-uid", "{conditions: [{type: Evicted, status: 'True', reason: Deactivated}]}"),
+			"spec: {queueName: team-a}", "spec: {queueName: team-a, active: false}", 1))...)
+	list, err = client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"kueue.x-k8s.io/job-uid in (x-uid)", "kueue.x-k8s.io/job-uid in (x-uid)"}, workloadSelectors(client),
+		"the stopped job's alone (v1beta2, then v1beta1)")
+	require.Equal(t, `NAME      KIND         STATE       QUEUE    POSITION   PODS   GPUS   RESTARTS   AGE
+first     AppWrapper   Queued      team-a   2          0/2    0      0          120m
+running   AppWrapper   Running     team-a   -          0/2    0      0          120m
+second    AppWrapper   Queued      team-a   1          0/2    0      0          120m
+stopped   AppWrapper   Suspended   team-a   -          0/2    0      0          120m
+`, list.Table(false, false, now))
+}
+
+// More jobs that need their Workloads than a label selector holds: all
+// the Workloads are listed.
+func TestListWorkloadsOfManyStoppedJobs(t *testing.T) {
+	var jobs []string
+	for i := range fewWorkloads + 1 {
+		uid := fmt.Sprintf("uid-%d", i)
+		jobs = append(jobs, held(marked(appWrapper("{phase: Suspended}"), fmt.Sprintf("stopped-%d", i), uid)),
+			strings.Replace(workloadNamed("appwrapper-"+uid, uid, "{conditions: [{type: Evicted, status: 'True', reason: Deactivated}]}"),
+				"spec: {queueName: team-a}", "spec: {queueName: team-a, active: false}", 1))
+	}
+	react, _ := queueOf(0)
+	client := cluster(t, react, jobs...)
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"", ""}, workloadSelectors(client))
+	require.Len(t, list.Jobs, fewWorkloads+1)
+	for _, s := range list.Jobs {
+		require.Equal(t, Suspended, s.State, s.Name)
+	}
+}
+
 // The visibility API answers a thousand Workloads at a time: a job further
 // back in its queue has its position too.
 func TestListPositionsPastAThousand(t *testing.T) {
@@ -125,10 +219,11 @@ func TestListPositionsPastAThousand(t *testing.T) {
 		uids[i] = cmp.Or(uids[i], fmt.Sprintf("other-%d", i))
 	}
 	react, asked := queueOf(len(uids), uids...)
-	client := cluster(t, react, (marked(appWrapper("{phase: Suspended}"), "queued", "q-uid")), workloadNamed("appwrapper-q-uid", "q-uid", pendingWL))
+	client := cluster(t, react, held(marked(appWrapper("{phase: Suspended}"), "queued", "q-uid")), workloadNamed("appwrapper-q-uid", "q-uid", pendingWL))
 	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
 	require.NoError(t, err)
 	require.Equal(t, 2, *asked, "two pages")
+	require.Zero(t, workloadsListed(client))
 	require.Len(t, list.Jobs, 1)
 	require.Equal(t, int64(1235), list.Jobs[0].Position)
 	s, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "queued"})
@@ -197,7 +292,7 @@ func TestListAsksOnce(t *testing.T) {
 // The JSON of list -o json: the items as status -o json writes each.
 func TestListJSON(t *testing.T) {
 	client := listed(t, nil)
-	list, err := client.List(context.Background(), ListOptions{Namespace: "ml", States: []State{Running}})
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml", States: []State{Running}, Why: true})
 	require.NoError(t, err)
 	data, err := json.Marshal(list)
 	require.NoError(t, err)

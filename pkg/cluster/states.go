@@ -316,6 +316,10 @@ type workload struct {
 		// Workload to, none of which has admitted it yet.
 		NominatedClusterNames []string `json:"nominatedClusterNames"`
 	} `json:"status"`
+	// Placed is true for a Workload known from its LocalQueue alone
+	// (Kueue's visibility API lists it pending there): its name, owners
+	// and queue; its spec and status were not read.
+	Placed bool `json:"-"`
 }
 
 type workloadMeta struct {
@@ -360,6 +364,9 @@ func (s *Status) fromWorkload(wl *workload, queued bool) {
 // (generator stop, then resume) Evicted for its deactivation, which no
 // longer holds it.
 func waiting(wl *workload) (reason, message string) {
+	if wl.Placed {
+		return "", ""
+	}
 	cs := wl.Status.Conditions
 	reactivated := wl.Spec.Active == nil || *wl.Spec.Active
 	if c, ok := cs.get("Evicted"); ok && c.Status == string(metav1.ConditionTrue) && !(c.Reason == "Deactivated" && reactivated) {

@@ -155,8 +155,10 @@ lastTimestamp: "2026-11-26T10:00:00Z"
 involvedObject: {kind: Pod, name: demo-worker-0, namespace: ml}`}
 	}
 	worker = cluster(t, nil, there...)
-	// MultiKueue copies the status of the copy to the manager's job.
-	manager = cluster(t, nil, appWrapper("{phase: Running, conditions: [{type: PodsReady, status: 'True', reason: SufficientPodsReady}]}"), workloadOwnedBy("aw-uid", dispatched))
+	// MultiKueue copies the status of the copy to the manager's job, which
+	// Kueue's webhook gave to MultiKueue.
+	manager = cluster(t, nil, strings.Replace(appWrapper("{phase: Running, conditions: [{type: PodsReady, status: 'True', reason: SufficientPodsReady}]}"),
+		"\nspec:\n", "\nspec:\n  managedBy: "+MultiKueueController+"\n", 1), workloadOwnedBy("aw-uid", dispatched))
 	reaching(manager, worker, map[string]string{"manager": "https://10.0.0.1:6443", "worker1": "https://10.0.0.2:6443"}, nil, "")
 	return manager, worker
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/torchwrap/generator/pkg/diag"
 )
 
-// multiKueueController is the controller of MultiKueue's admission checks.
-const multiKueueController = "kueue.x-k8s.io/multikueue"
-
 // multiKueue is how a MultiKueue manager dispatches the job: the admission
 // check of its ClusterQueue that MultiKueue runs, and its MultiKueueConfig,
 // which names the worker clusters.
@@ -56,7 +53,7 @@ func (k *checker) dispatch(ctx context.Context) *multiKueue {
 			continue
 		}
 		controller, _, _ := unstructured.NestedString(ac.Object, "spec", "controllerName")
-		if controller != multiKueueController {
+		if controller != cluster.MultiKueueController {
 			continue
 		}
 		mk := &multiKueue{check: check}
