@@ -266,7 +266,7 @@ func (q *queueAnswers) ask(ctx context.Context, namespace, queue string) {
 	q.asking.Go(func() {
 		q.slots <- struct{}{}
 		defer func() { <-q.slots }()
-		answer.pending, answer.err = q.c.pending(ctx, namespace, queue)
+		answer.pending, answer.err = q.c.pending(ctx, namespace, queue, "")
 	})
 }
 

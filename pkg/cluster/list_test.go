@@ -229,6 +229,16 @@ func TestListPositionsPastAThousand(t *testing.T) {
 	s, err := client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "queued"})
 	require.NoError(t, err)
 	require.Equal(t, int64(1235), s.Position)
+	require.Equal(t, 4, *asked, "the status of one job: the pages up to its own")
+
+	// The status of a job on the first page: that page alone.
+	uids[1234], uids[12] = uids[12], uids[1234]
+	react, asked = queueOf(len(uids), uids...)
+	client = cluster(t, react, held(marked(appWrapper("{phase: Suspended}"), "queued", "q-uid")), workloadNamed("appwrapper-q-uid", "q-uid", pendingWL))
+	s, err = client.Status(context.Background(), Ref{Kind: "AppWrapper", Namespace: "ml", Name: "queued"})
+	require.NoError(t, err)
+	require.Equal(t, int64(13), s.Position)
+	require.Equal(t, 1, *asked)
 }
 
 // Without Kueue's visibility API, the positions are not known, and a note

@@ -350,7 +350,7 @@ func (c *Client) read(ctx context.Context, obj *unstructured.Unstructured, wl *w
 // visibility API answers.
 func (c *Client) place(ctx context.Context, s *Status) {
 	if s.State == Queued && s.Workload != "" && s.Queue != "" {
-		pending, _ := c.pending(ctx, s.Namespace, s.Queue)
+		pending, _ := c.pending(ctx, s.Namespace, s.Queue, s.Workload)
 		for _, p := range pending {
 			if p.Name == s.Workload {
 				s.Position = p.PositionInLocalQueue + 1
@@ -539,13 +539,14 @@ type pendingWorkload struct {
 }
 
 // pending asks Kueue's visibility API for the Workloads pending in a
-// LocalQueue: page after page, until one is not full. The error says why
-// it did not answer (the API is off, or not allowed). The queue may move
-// between two pages: a Workload can then be told twice, or not at all.
-func (c *Client) pending(ctx context.Context, namespace, queue string) ([]pendingWorkload, error) {
+// LocalQueue: page after page, until one is not full, or holds the
+// Workload named last ("": read them all). The error says why it did not
+// answer (the API is off, or not allowed). The queue may move between two
+// pages: a Workload can then be told twice, or not at all.
+func (c *Client) pending(ctx context.Context, namespace, queue, last string) ([]pendingWorkload, error) {
 	var all []pendingWorkload
 	for {
-		page := 0
+		page, found := 0, false
 		err := c.ObjectSource.EachPending(ctx, visibleQueues, namespace, queue, int64(len(all)), pendingPage, func(dec *json.Decoder) error {
 			var p pendingWorkload
 			if err := dec.Decode(&p); err != nil {
@@ -553,9 +554,10 @@ func (c *Client) pending(ctx context.Context, namespace, queue string) ([]pendin
 			}
 			all = append(all, p)
 			page++
+			found = found || p.Name == last
 			return nil
 		})
-		if err != nil || page < pendingPage {
+		if err != nil || page < pendingPage || found {
 			return all, err
 		}
 	}
