@@ -47,9 +47,9 @@ made (an AppWrapper's PyTorchJob, a TrainJob's JobSet) is shown as that one.
 
 It asks the cluster once for each kind, once for the pods, once for each
 reason a pod is refused for (its Warning events), and, in pages of a
-thousand, Kueue's visibility API for each LocalQueue the jobs name. The
-Kueue Workloads are read once more where a line needs them: -o wide, json
-and yaml, or a job Kueue holds that its queue does not list (stopped, or
+thousand, Kueue's visibility API for each LocalQueue the jobs name. Kueue's
+Workloads are read too, in one list, only where a line needs them: -o wide,
+json and yaml, a job Kueue holds that its queue does not list (stopped, or
 admitted but not started yet), or one that MultiKueue dispatched.
 
 Exit codes: 0 when the list was shown (empty too), 1 when the cluster
