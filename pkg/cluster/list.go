@@ -220,13 +220,13 @@ func made(obj metav1.Object) bool {
 const fewWorkloads = 100
 
 // needsWorkload tells whether the line of a job its queue does not list
-// pending needs the job's Workload: Kueue holds the job (of a kind Kueue
-// manages, in a LocalQueue, suspended: stopped, admitted but not started
-// yet, or waiting to be queued again), or MultiKueue runs it on the worker
-// cluster its Workload names.
+// pending needs the job's Workload: Kueue may hold the job (of a kind
+// Kueue manages, suspended: stopped, admitted but not started yet, waiting
+// to be queued again, or without a LocalQueue, which the Workload says),
+// or MultiKueue runs it on the worker cluster its Workload names.
 func needsWorkload(obj *unstructured.Unstructured) bool {
 	k := kindOf(obj)
-	if !k.kueue || obj.GetLabels()[QueueLabel] == "" {
+	if !k.kueue {
 		return false
 	}
 	manager, _, _ := unstructured.NestedString(obj.Object, k.managedBy...)

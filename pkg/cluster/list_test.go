@@ -189,6 +189,20 @@ stopped   AppWrapper   Suspended   team-a   -          0/2    0      0          
 `, list.Table(false, false, now))
 }
 
+// A job Kueue manages without a LocalQueue (manageJobsWithoutQueueName)
+// is queued by its Workload, which no queue lists: its line reads it.
+func TestListOfAJobWithoutAQueue(t *testing.T) {
+	job := strings.Replace(held(marked(appWrapper("{phase: Suspended}"), "unqueued", "u-uid")), "labels: {kueue.x-k8s.io/queue-name: team-a}", "labels: {}", 1)
+	wl := strings.Replace(workloadNamed("appwrapper-u-uid", "u-uid", pendingWL), "spec: {queueName: team-a}", "spec: {}", 1)
+	client := cluster(t, nil, job, wl)
+	list, err := client.List(context.Background(), ListOptions{Namespace: "ml"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"kueue.x-k8s.io/job-uid in (u-uid)", "kueue.x-k8s.io/job-uid in (u-uid)"}, workloadSelectors(client))
+	require.Len(t, list.Jobs, 1)
+	require.Equal(t, Queued, list.Jobs[0].State)
+	require.Equal(t, "appwrapper-u-uid", list.Jobs[0].Workload)
+}
+
 // More jobs that need their Workloads than a label selector holds: all
 // the Workloads are listed.
 func TestListWorkloadsOfManyStoppedJobs(t *testing.T) {
