@@ -102,19 +102,8 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 			return out, c.Unreached(err)
 		}
 	}
-	out.NoKind = true
-	for i, k := range kinds {
-		switch err := errs[i]; {
-		case err == nil, apierrors.IsNotFound(err):
-			// A kind not served here answers 404.
-			out.NoKind = false
-		case apierrors.IsForbidden(err):
-			// The user may see no job of that kind here: nothing to say.
-		case apierrors.IsBadRequest(err):
-			return out, fmt.Errorf("-l %s: %s", opts.Selector, Message(err))
-		default:
-			return out, fmt.Errorf("listing %s: %w", Plural(k.name), err)
-		}
+	if err := out.kindsListed(errs, opts.Selector); err != nil {
+		return out, err
 	}
 	// The pods of a job a MultiKueue manager dispatched are on its worker
 	// cluster: one list there too, for each worker that runs some.
@@ -164,13 +153,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 		show(obj, wl)
 	}
 	if len(later) > 0 {
-		// Those of a few jobs by their label (the API server sends no
-		// others), else all.
-		selector := ""
-		if len(uids) <= fewWorkloads {
-			selector = jobUIDLabel + " in (" + strings.Join(uids, ",") + ")"
-		}
-		owned, wlErr = c.workloads(ctx, opts.Namespace, selector)
+		owned, wlErr = c.workloadsOfJobs(ctx, opts.Namespace, uids)
 		if c.Unreached(wlErr) != nil {
 			return out, c.Unreached(wlErr)
 		}
@@ -179,9 +162,40 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 			show(obj, owned[obj.GetUID()])
 		}
 	}
-	// What List reads beside the jobs: the role may keep each from it
-	// (the line of rights), or one may fail alone (a note). A Kueue not
-	// installed serves no Workloads (404).
+	out.besideTheJobs(opts.Namespace, wlErr, podsErr, eventsErr)
+	sort.Slice(out.Jobs, func(i, j int) bool {
+		a, b := out.Jobs[i], out.Jobs[j]
+		return a.Namespace+"/"+a.Name+"/"+a.Kind < b.Namespace+"/"+b.Name+"/"+b.Kind
+	})
+	queues.place(out.Jobs, note, &out.Denied)
+	return out, nil
+}
+
+// kindsListed says what the lists of the kinds' jobs answered: NoKind when
+// the role let the user list none; the error of a selector the API server
+// refused, or of a list that failed.
+func (l *Listing) kindsListed(errs []error, selector string) error {
+	l.NoKind = true
+	for i, k := range kinds {
+		switch err := errs[i]; {
+		case err == nil, apierrors.IsNotFound(err):
+			// A kind not served here answers 404.
+			l.NoKind = false
+		case apierrors.IsForbidden(err):
+			// The user may see no job of that kind here: nothing to say.
+		case apierrors.IsBadRequest(err):
+			return fmt.Errorf("-l %s: %s", selector, Message(err))
+		default:
+			return fmt.Errorf("listing %s: %w", Plural(k.name), err)
+		}
+	}
+	return nil
+}
+
+// besideTheJobs says what List could not read beside the jobs: the role may
+// keep each from it (the line of rights), or one may fail alone (a note).
+// A Kueue not installed serves no Workloads (404).
+func (l *Listing) besideTheJobs(namespace string, wlErr, podsErr, eventsErr error) {
 	for _, beside := range []struct {
 		err      error
 		what     string
@@ -195,17 +209,22 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (Listing, error) {
 		switch err := beside.err; {
 		case err == nil, apierrors.IsNotFound(err):
 		case apierrors.IsForbidden(err):
-			out.Denied.Add(beside.what, Right{Verb: "list", Resource: beside.resource, Namespace: opts.Namespace})
+			l.Denied.Add(beside.what, Right{Verb: "list", Resource: beside.resource, Namespace: namespace})
 		default:
-			note("%s: %v", beside.name, err)
+			l.Notes = append(l.Notes, fmt.Sprintf("%s: %v", beside.name, err))
 		}
 	}
-	queues.place(out.Jobs, note, &out.Denied)
-	sort.Slice(out.Jobs, func(i, j int) bool {
-		a, b := out.Jobs[i], out.Jobs[j]
-		return a.Namespace+"/"+a.Name+"/"+a.Kind < b.Namespace+"/"+b.Name+"/"+b.Kind
-	})
-	return out, nil
+}
+
+// workloadsOfJobs lists the Workloads of the jobs of these uids: those of a
+// few jobs by Kueue's label of their uids (the API server sends no others),
+// else all of the namespace's.
+func (c *Client) workloadsOfJobs(ctx context.Context, namespace string, uids []string) (map[types.UID]*workload, error) {
+	selector := ""
+	if len(uids) <= fewWorkloads {
+		selector = jobUIDLabel + " in (" + strings.Join(uids, ",") + ")"
+	}
+	return c.workloads(ctx, namespace, selector)
 }
 
 // made tells whether another job made this one: its controller is of a
